@@ -1,0 +1,58 @@
+"""cogito-lc: long-term memory for LangChain agents that returns what was stored."""
+
+from __future__ import annotations
+
+from importlib import metadata as _importlib_metadata
+
+from cogito_lc.decompose import Decomposition, decompose_query
+from cogito_lc.fact_extractor import (
+    Fact,
+    FactExtractionInput,
+    FactExtractor,
+    FactExtractorBuilder,
+    FactKind,
+)
+from cogito_lc.fusion import document_key, reciprocal_rank_fusion
+from cogito_lc.lexical import Bm25Index
+from cogito_lc.llm_extractor import (
+    EXTRACTION_EVENT,
+    ExtractionMethod,
+    ExtractionResult,
+    LlmExtractor,
+    LlmExtractorBuilder,
+    StructuredOutputMode,
+)
+from cogito_lc.metadata import METADATA_KEY
+from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+from cogito_lc.recall_b import RecallB
+from cogito_lc.vector_cache import VectorCache
+
+try:
+    __version__ = _importlib_metadata.version("cogito-lc")
+except _importlib_metadata.PackageNotFoundError:  # pragma: no cover - uninstalled checkout
+    __version__ = "0.0.0"
+
+__all__ = [
+    "EXTRACTION_EVENT",
+    "METADATA_KEY",
+    "Bm25Index",
+    "Decomposition",
+    "ExtractionMethod",
+    "ExtractionResult",
+    "Fact",
+    "FactExtractionInput",
+    "FactExtractor",
+    "FactExtractorBuilder",
+    "FactKind",
+    "LlmExtractor",
+    "LlmExtractorBuilder",
+    "PromptRegistry",
+    "PromptVariablesError",
+    "RecallB",
+    "StructuredOutputMode",
+    "VectorCache",
+    "__version__",
+    "decompose_query",
+    "document_key",
+    "reciprocal_rank_fusion",
+]

@@ -1,0 +1,66 @@
+"""Shared argument checks that raise errors naming the argument and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.documents import Document
+
+__all__ = ["check_documents", "check_query", "reject_unknown_kwargs"]
+
+
+def reject_unknown_kwargs(owner: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise ``TypeError`` naming each unknown keyword and the closest known one."""
+    known_list = sorted(known)
+    unknown = sorted(set(given) - set(known_list))
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known_list, n=1)
+        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    msg = (
+        f"{owner} got unknown keyword argument(s): {', '.join(hints)}. "
+        f"Accepted: {', '.join(known_list)}."
+    )
+    raise TypeError(msg)
+
+
+def check_query(query: Any, *, name: str = "query") -> str:
+    """Return ``query`` if it is a non-blank string; raise a clear error otherwise."""
+    if not isinstance(query, str):
+        msg = f"{name} must be a str, got {type(query).__name__}; pass the query text."
+        raise TypeError(msg)
+    if not query.strip():
+        msg = f"{name} is empty or whitespace; pass a non-empty query string."
+        raise ValueError(msg)
+    return query
+
+
+def check_documents(documents: Any, *, name: str = "documents") -> list[Document]:
+    """Return ``documents`` as a list if every item is a ``Document``; raise otherwise."""
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        msg = f"{name} must be a list of Document, got {type(documents).__name__}."
+        raise TypeError(msg)
+    docs = list(documents)
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            msg = (
+                f"{name}[{index}] must be a langchain_core.documents.Document, "
+                f"got {type(doc).__name__}; wrap text as Document(page_content=...)."
+            )
+            raise TypeError(msg)
+    return docs
+
+
+def check_positive_int(value: Any, *, name: str) -> int:
+    """Return ``value`` if it is an int >= 1; raise a clear error otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int >= 1, got {type(value).__name__}."
+        raise TypeError(msg)
+    if value < 1:
+        msg = f"{name} must be >= 1, got {value}."
+        raise ValueError(msg)
+    return value
