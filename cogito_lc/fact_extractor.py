@@ -1,0 +1,396 @@
+"""``FactExtractor``: distil agent output into atomic, classified memory facts.
+
+This is the write-time step of a memory system: before agent output is stored,
+it is reduced to self-contained facts, each with a kind and an importance, so that
+later retrieval finds precise statements instead of verbose transcripts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cogito_lc.llm_extractor import (
+    ExtractionMethod,
+    ExtractionResult,
+    LlmExtractor,
+    StructuredOutputMode,
+    arun_traced,
+    run_traced,
+    with_model_name,
+)
+from cogito_lc.prompts import PromptLike, PromptRegistry, resolve_prompt
+
+__all__ = [
+    "FACT_EXTRACTION_PROMPT",
+    "Fact",
+    "FactExtractionInput",
+    "FactExtractor",
+    "FactExtractorBuilder",
+    "FactExtractorInput",
+    "FactKind",
+    "render_context_section",
+]
+
+FACT_EXTRACTION_PROMPT = "fact_extraction"
+"""Registry name of the default prompt."""
+
+
+class FactKind(str, Enum):
+    """What kind of knowledge a fact carries; serialised as its snake_case value."""
+
+    RULE = "rule"
+    """A standing instruction that must always be respected."""
+
+    PREFERENCE = "preference"
+    """A softer guideline; follow it unless there is a reason not to."""
+
+    CONTEXT = "context"
+    """Situational information that informs decisions."""
+
+    DECISION = "decision"
+    """A past choice with its rationale; informative, not prescriptive."""
+
+    OBSERVATION = "observation"
+    """An ongoing state worth being aware of."""
+
+
+class Fact(BaseModel):
+    """One atomic, self-contained memory fact.
+
+    Example:
+        ```python
+        from cogito_lc import Fact
+
+        Fact(content="The API service is a monolith.", kind="decision", importance=1.4)
+        # Fact(content='The API service is a monolith.', kind=<FactKind.DECISION: 'decision'>,
+        #      importance=1.0)
+        ```
+    """
+
+    model_config = ConfigDict(frozen=True, str_strip_whitespace=True)
+
+    content: str = Field(min_length=1, description="Self-contained atomic statement.")
+    """Self-contained statement, understandable without the text it came from."""
+
+    kind: FactKind = Field(description="rule, preference, context, decision or observation.")
+    """What kind of knowledge the fact carries."""
+
+    importance: float = Field(default=0.5, description="How important the fact is, 0.0 to 1.0.")
+    """Importance between 0 and 1; values outside are clamped, a missing one is 0.5."""
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _normalise_kind(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("importance")
+    @classmethod
+    def _clamp_importance(cls, value: float) -> float:
+        if math.isnan(value):
+            msg = "importance must be a number between 0 and 1, got NaN"
+            raise ValueError(msg)
+        return min(1.0, max(0.0, value))
+
+
+class FactExtractionInput(BaseModel):
+    """Input of :class:`FactExtractor`.
+
+    Example:
+        ```python
+        from cogito_lc import FactExtractionInput
+
+        FactExtractionInput(
+            text="Chose a monolith: the team cannot run microservices yet.",
+            context_hints=["project: billing API"],
+            max_facts=5,
+        )
+        ```
+    """
+
+    text: str
+    """Agent output to extract facts from."""
+
+    context_hints: list[str] = Field(default_factory=list)
+    """Short hints shown to the model, such as ``"project: billing API"``."""
+
+    max_facts: int = Field(default=7, ge=1)
+    """Most facts to return; at least 1."""
+
+
+FactExtractorInput = FactExtractionInput | str | dict[str, Any]
+"""What :class:`FactExtractor` accepts: the input model, its fields as a dict, or the text."""
+
+
+def render_context_section(hints: Sequence[str]) -> str:
+    r"""Render the ``{context_section}`` prompt variable.
+
+    Args:
+        hints: Context hints; blank ones are ignored.
+
+    Returns:
+        ``"Context:\n- hint\n- hint\n\n"`` (the section and the blank line that
+        separates it from what follows), or ``""`` when there are no hints, so the
+        section disappears without leaving an empty line.
+    """
+    lines = [f"- {hint.strip()}" for hint in hints if hint.strip()]
+    if not lines:
+        return ""
+    return "Context:\n" + "\n".join(lines) + "\n\n"
+
+
+class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
+    """Extract atomic facts from agent output: ``FactExtractionInput | str -> list[Fact]``.
+
+    The prompt comes from the ``fact_extraction`` entry of the prompt registry unless
+    one is given to the builder or ``from_llm``. At most ``max_facts`` facts are
+    returned; entries with an unknown kind or no content are dropped; empty text
+    returns ``[]`` without calling the model; an unparseable reply returns ``[]`` with
+    a logged warning; an unreachable model returns ``[]`` unless ``raise_on_error``.
+
+    Example:
+        ```python
+        from langchain_ollama import ChatOllama
+        from cogito_lc import FactExtractionInput, FactExtractor
+
+        extractor = FactExtractor.from_llm(ChatOllama(model="qwen2.5:3b"))
+        extractor.invoke(
+            FactExtractionInput(
+                text="Chose a monolith for the API: the team cannot operate "
+                "microservices at its current size.",
+                context_hints=["project: billing API"],
+                max_facts=3,
+            )
+        )
+        # [Fact(content='The billing API is a monolith ...', kind=<FactKind.DECISION: ...>, ...)]
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    extractor: LlmExtractor[Fact]
+    """The list extractor that calls the model and parses its reply."""
+
+    @classmethod
+    def builder(cls, llm: Runnable[Any, Any]) -> FactExtractorBuilder:
+        """Start building a fact extractor around the chat model ``llm``."""
+        return FactExtractorBuilder(llm)
+
+    @classmethod
+    def from_llm(
+        cls,
+        llm: Runnable[Any, Any],
+        *,
+        prompt: PromptLike | None = None,
+        model: str | None = None,
+        structured_output: StructuredOutputMode = "auto",
+        raise_on_error: bool = False,
+        registry: PromptRegistry | None = None,
+    ) -> FactExtractor:
+        """Create a fact extractor from a chat model.
+
+        Args:
+            llm: Chat model to call.
+            prompt: Prompt to use instead of the registry's ``fact_extraction`` entry;
+                it must use ``{text}`` and may use ``{context_section}`` and
+                ``{max_facts}``.
+            model: Model name to set on the chat model.
+            structured_output: How the output schema reaches the model.
+            raise_on_error: Raise transport failures instead of returning ``[]``.
+            registry: Registry to take the default prompt from.
+
+        Returns:
+            The fact extractor.
+
+        Raises:
+            PromptVariablesError: If ``prompt`` has the wrong variables.
+        """
+        chat_model = with_model_name(llm, model) if model else llm
+        extractor = LlmExtractor[Fact](
+            llm=chat_model,
+            prompt=resolve_prompt(FACT_EXTRACTION_PROMPT, prompt, registry=registry),
+            output=Fact,
+            many=True,
+            input_key="text",
+            structured_output=structured_output,
+            raise_on_error=raise_on_error,
+        )
+        return cls(extractor=extractor)
+
+    @property
+    def prompt(self) -> ChatPromptTemplate:
+        """The prompt sent to the model."""
+        return self.extractor.prompt
+
+    def invoke(
+        self,
+        input: FactExtractorInput,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> list[Fact]:
+        """Extract facts; see :meth:`invoke_with_result` for how the run went.
+
+        Args:
+            input: A :class:`FactExtractionInput`, its fields as a dict, or the text.
+            config: Runnable config (callbacks, tags, metadata, run name).
+            **kwargs: Ignored; accepted for compatibility with ``Runnable``.
+
+        Returns:
+            At most ``max_facts`` facts.
+
+        Raises:
+            ValueError: If the input is invalid, such as ``max_facts < 1``.
+        """
+        return self.invoke_with_result(input, config).value
+
+    async def ainvoke(
+        self,
+        input: FactExtractorInput,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> list[Fact]:
+        """Async :meth:`invoke`."""
+        return (await self.ainvoke_with_result(input, config)).value
+
+    def invoke_with_result(
+        self,
+        input: FactExtractorInput,  # noqa: A002
+        config: RunnableConfig | None = None,
+    ) -> ExtractionResult[list[Fact]]:
+        """Extract facts and report how the run went (``method``, raw reply).
+
+        Args:
+            input: A :class:`FactExtractionInput`, its fields as a dict, or the text.
+            config: Runnable config.
+
+        Returns:
+            The facts with the method tag; ``skipped`` when the text was empty.
+        """
+        request = _as_request(input)
+
+        def extract(child: RunnableConfig) -> ExtractionResult[list[Fact]]:
+            if not request.text.strip():
+                return _skipped()
+            variables = self._variables(request)
+            return self.extractor.invoke_with_result(variables, child, max_items=request.max_facts)
+
+        return run_traced(self, request, config, extract, event=_is_skipped)
+
+    async def ainvoke_with_result(
+        self,
+        input: FactExtractorInput,  # noqa: A002
+        config: RunnableConfig | None = None,
+    ) -> ExtractionResult[list[Fact]]:
+        """Async :meth:`invoke_with_result`."""
+        request = _as_request(input)
+
+        async def extract(child: RunnableConfig) -> ExtractionResult[list[Fact]]:
+            if not request.text.strip():
+                return _skipped()
+            variables = self._variables(request)
+            return await self.extractor.ainvoke_with_result(
+                variables, child, max_items=request.max_facts
+            )
+
+        return await arun_traced(self, request, config, extract, event=_is_skipped)
+
+    def _variables(self, request: FactExtractionInput) -> dict[str, Any]:
+        values = {
+            "text": request.text,
+            "context_section": render_context_section(request.context_hints),
+            "max_facts": request.max_facts,
+        }
+        used = set(self.prompt.input_variables)
+        return {name: value for name, value in values.items() if name in used}
+
+
+class FactExtractorBuilder:
+    """Step-by-step construction of a :class:`FactExtractor`.
+
+    Example:
+        ```python
+        extractor = (
+            FactExtractor.builder(llm)
+            .prompt_template("List the billing facts in {text}, at most {max_facts}.")
+            .model("qwen2.5:3b")
+            .build()
+        )
+        ```
+    """
+
+    def __init__(self, llm: Runnable[Any, Any]) -> None:
+        """Start a builder for the chat model ``llm``."""
+        self._llm = llm
+        self._prompt: PromptLike | None = None
+        self._model: str | None = None
+        self._structured_output: StructuredOutputMode = "auto"
+        self._raise_on_error = False
+        self._registry: PromptRegistry | None = None
+
+    def prompt_template(self, template: PromptLike) -> FactExtractorBuilder:
+        """Use ``template`` instead of the registry's ``fact_extraction`` prompt."""
+        self._prompt = template
+        return self
+
+    def model(self, name: str) -> FactExtractorBuilder:
+        """Set the model name on the chat model, such as ``"qwen2.5:3b"``."""
+        self._model = name
+        return self
+
+    def structured_output(self, mode: StructuredOutputMode) -> FactExtractorBuilder:
+        """Choose how the output schema reaches the model (default ``auto``)."""
+        self._structured_output = mode
+        return self
+
+    def raise_on_error(self, value: bool = True) -> FactExtractorBuilder:
+        """Raise transport failures instead of returning ``[]``."""
+        self._raise_on_error = value
+        return self
+
+    def registry(self, registry: PromptRegistry) -> FactExtractorBuilder:
+        """Take the default prompt from ``registry`` instead of the default registry."""
+        self._registry = registry
+        return self
+
+    def build(self) -> FactExtractor:
+        """Create the fact extractor.
+
+        Raises:
+            PromptVariablesError: If the prompt template has the wrong variables.
+        """
+        return FactExtractor.from_llm(
+            self._llm,
+            prompt=self._prompt,
+            model=self._model,
+            structured_output=self._structured_output,
+            raise_on_error=self._raise_on_error,
+            registry=self._registry,
+        )
+
+
+def _skipped() -> ExtractionResult[list[Fact]]:
+    return ExtractionResult([], ExtractionMethod.SKIPPED)
+
+
+def _is_skipped(result: ExtractionResult[list[Fact]]) -> bool:
+    return result.method is ExtractionMethod.SKIPPED
+
+
+def _as_request(value: Any) -> FactExtractionInput:
+    if isinstance(value, FactExtractionInput):
+        return value
+    if isinstance(value, str):
+        return FactExtractionInput(text=value)
+    if isinstance(value, dict):
+        return FactExtractionInput.model_validate(value)
+    msg = (
+        "FactExtractor takes a FactExtractionInput, a dict of its fields or a string, "
+        f"got {type(value).__name__}."
+    )
+    raise TypeError(msg)

@@ -1,0 +1,447 @@
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel, FakeListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_openai import ChatOpenAI
+from pydantic import Field, ValidationError
+
+from cogito_lc import prompts
+from cogito_lc.fact_extractor import (
+    Fact,
+    FactExtractionInput,
+    FactExtractor,
+    FactExtractorBuilder,
+    FactKind,
+    render_context_section,
+)
+from cogito_lc.llm_extractor import ExtractionMethod
+from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+
+DECISION_TEXT = (
+    "Chose monolithic architecture for the API service. Microservices would require "
+    "separate deployments and inter-service networking that the team cannot operate at "
+    "current headcount."
+)
+
+
+class RecordingChatModel(BaseChatModel):
+    """Returns ``reply`` (or raises it) and records every prompt and keyword it receives."""
+
+    reply: Any
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
+        self.calls.append({"messages": messages, "kwargs": kwargs})
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        kwargs.pop("run_manager", None)
+        return self._respond(messages, kwargs)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        kwargs.pop("run_manager", None)
+        return self._respond(messages, kwargs)
+
+    def prompt(self, call: int = 0) -> str:
+        return "\n".join(str(message.content) for message in self.calls[call]["messages"])
+
+
+def facts_json(*facts: tuple[str, str, float]) -> str:
+    return json.dumps(
+        [{"content": content, "kind": kind, "importance": imp} for content, kind, imp in facts]
+    )
+
+
+def test_fact_kind_values_are_snake_case() -> None:
+    assert [kind.value for kind in FactKind] == [
+        "rule",
+        "preference",
+        "context",
+        "decision",
+        "observation",
+    ]
+    fact = Fact(content="Use UTC timestamps.", kind=FactKind.RULE, importance=0.9)
+    assert fact.model_dump(mode="json") == {
+        "content": "Use UTC timestamps.",
+        "kind": "rule",
+        "importance": 0.9,
+    }
+
+
+@pytest.mark.parametrize(("given", "clamped"), [(1.7, 1.0), (-0.3, 0.0), (0.42, 0.42), (1, 1.0)])
+def test_importance_is_clamped(given: float, clamped: float) -> None:
+    assert Fact(content="x", kind="context", importance=given).importance == clamped
+
+
+def test_fact_validation() -> None:
+    assert Fact(content="  padded  ", kind=" Decision ").content == "padded"
+    assert Fact(content="x", kind="DECISION").kind is FactKind.DECISION
+    assert Fact(content="x", kind="rule").importance == 0.5
+    for bad in (
+        {"content": "", "kind": "rule"},
+        {"content": "   ", "kind": "rule"},
+        {"kind": "rule"},
+        {"content": "x", "kind": "guideline"},
+        {"content": "x", "kind": "rule", "importance": float("nan")},
+        {"content": "x", "kind": "rule", "importance": "very"},
+    ):
+        with pytest.raises(ValidationError):
+            Fact.model_validate(bad)
+
+
+def test_extraction_input_defaults_and_bounds() -> None:
+    request = FactExtractionInput(text="t")
+
+    assert (request.context_hints, request.max_facts) == ([], 7)
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        FactExtractionInput(text="t", max_facts=0)
+
+
+def test_render_context_section() -> None:
+    assert render_context_section([]) == ""
+    assert render_context_section(["  ", ""]) == ""
+    assert render_context_section(["project: stev API", " goal: billing v2 "]) == (
+        "Context:\n- project: stev API\n- goal: billing v2\n\n"
+    )
+
+
+def test_extracts_a_rule_from_an_architectural_decision() -> None:
+    reply = facts_json(
+        ("The API service is a monolith; do not split it into microservices.", "rule", 0.9),
+        ("Microservices need separate deployments the team cannot operate.", "context", 0.6),
+    )
+    llm = RecordingChatModel(reply=reply)
+
+    facts = FactExtractor.from_llm(llm).invoke(DECISION_TEXT)
+
+    rules = [fact for fact in facts if fact.kind is FactKind.RULE]
+    assert len(rules) == 1
+    assert "monolith" in rules[0].content
+    assert all(isinstance(fact, Fact) for fact in facts)
+    assert DECISION_TEXT in llm.prompt()
+
+
+def test_empty_array_returns_no_facts() -> None:
+    result = FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.TEXT
+
+
+def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    raw = '[{"content": "The API is a monolith", "kind": "rule", importance: high}'
+    extractor = FactExtractor.from_llm(RecordingChatModel(reply=raw))
+
+    with caplog.at_level(logging.WARNING):
+        result = extractor.invoke_with_result(DECISION_TEXT)
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.PARSE_ERROR
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.name for r in warnings] == ["cogito_lc.llm_extractor"]
+    assert repr(raw[:200]) in warnings[0].getMessage()
+
+
+def test_at_most_max_facts_are_returned() -> None:
+    reply = facts_json(*[(f"Fact number {i}.", "observation", 0.5) for i in range(10)])
+    llm = RecordingChatModel(reply=reply)
+
+    facts = FactExtractor.from_llm(llm).invoke(FactExtractionInput(text="t", max_facts=3))
+
+    assert [fact.content for fact in facts] == [
+        "Fact number 0.",
+        "Fact number 1.",
+        "Fact number 2.",
+    ]
+    assert "Extract up to 3 atomic facts" in llm.prompt()
+
+
+def test_max_facts_reaches_the_schema_in_structured_mode() -> None:
+    reply = json.dumps({"items": json.loads(facts_json(("a", "rule", 1), ("b", "rule", 1)))})
+    llm = RecordingChatModel(reply=reply)
+    extractor = FactExtractor.from_llm(llm, structured_output="json_object")
+
+    result = extractor.invoke_with_result({"text": "t", "max_facts": 1})
+
+    assert result.method is ExtractionMethod.STRUCTURED
+    assert [fact.content for fact in result.value] == ["a"]
+    schema = llm.calls[0]["kwargs"]["response_format"]["schema"]
+    array = schema["properties"]["items"]
+    assert array["maxItems"] == 1
+    assert array["items"]["properties"]["kind"]["enum"] == [kind.value for kind in FactKind]
+    assert array["items"]["required"] == ["content", "kind", "importance"]
+
+
+def test_max_facts_below_one_is_a_value_error() -> None:
+    llm = RecordingChatModel(reply="[]")
+
+    with pytest.raises(ValueError, match="max_facts"):
+        FactExtractor.from_llm(llm).invoke({"text": "t", "max_facts": 0})
+    assert llm.calls == []
+
+
+def test_context_hints_appear_in_the_prompt_sent_to_the_model() -> None:
+    llm = RecordingChatModel(reply="[]")
+    hints = ["project: stev API", "goal: billing v2", "team: platform"]
+
+    FactExtractor.from_llm(llm).invoke(FactExtractionInput(text=DECISION_TEXT, context_hints=hints))
+
+    sent = llm.prompt()
+    assert (
+        "Context:\n- project: stev API\n- goal: billing v2\n- team: platform\n\nAgent output:"
+        in (sent)
+    )
+
+
+def test_context_section_disappears_without_hints() -> None:
+    llm = RecordingChatModel(reply="[]")
+
+    FactExtractor.from_llm(llm).invoke(DECISION_TEXT)
+
+    sent = llm.prompt()
+    assert "Context" not in sent
+    assert "\n\n\n" not in sent
+    assert "completed work.\n\nAgent output:\n---\n" in sent
+
+
+def test_builder_prompt_override_reaches_the_model() -> None:
+    llm = RecordingChatModel(reply="[]")
+    extractor = (
+        FactExtractor.builder(llm)
+        .prompt_template("Billing facts only (max {max_facts}):\n{context_section}{text}")
+        .build()
+    )
+
+    extractor.invoke(FactExtractionInput(text="Invoices are monthly.", context_hints=["b"]))
+
+    assert llm.prompt() == "Billing facts only (max 7):\nContext:\n- b\n\nInvoices are monthly."
+
+
+def test_from_llm_prompt_override_may_use_only_text() -> None:
+    llm = RecordingChatModel(reply="[]")
+    template = ChatPromptTemplate.from_messages(
+        [("system", "You distil billing facts."), ("human", "{text}")]
+    )
+
+    FactExtractor.from_llm(llm, prompt=template).invoke("Invoices are monthly.")
+
+    messages = llm.calls[0]["messages"]
+    assert [(m.type, m.content) for m in messages] == [
+        ("system", "You distil billing facts."),
+        ("human", "Invoices are monthly."),
+    ]
+
+
+def test_override_without_text_fails_at_build() -> None:
+    builder = FactExtractor.builder(RecordingChatModel(reply="[]"))
+
+    with pytest.raises(PromptVariablesError, match=r"missing \['text'\], unexpected \['body'\]"):
+        builder.prompt_template("Facts in {body}").build()
+
+
+def test_prompt_precedence_builder_over_registry_over_builtin() -> None:
+    registry = PromptRegistry()
+    builtin_llm = RecordingChatModel(reply="[]")
+    FactExtractor.builder(builtin_llm).registry(registry).build().invoke("t1")
+
+    registry.register("fact_extraction", "Registered: {text}", replace=True)
+    registered_llm = RecordingChatModel(reply="[]")
+    FactExtractor.builder(registered_llm).registry(registry).build().invoke("t2")
+
+    explicit_llm = RecordingChatModel(reply="[]")
+    (
+        FactExtractor.builder(explicit_llm)
+        .registry(registry)
+        .prompt_template("Explicit: {text}")
+        .build()
+        .invoke("t3")
+    )
+
+    assert builtin_llm.prompt().startswith("You are extracting reusable memory facts")
+    assert registered_llm.prompt() == "Registered: t2"
+    assert explicit_llm.prompt() == "Explicit: t3"
+
+
+def test_default_registry_override_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = PromptRegistry()
+    registry.register("fact_extraction", "Default registry: {text}", replace=True)
+    monkeypatch.setattr(prompts, "_default", registry)
+    llm = RecordingChatModel(reply="[]")
+
+    FactExtractor.from_llm(llm).invoke("t")
+    FactExtractor.from_llm(llm, prompt="Mine: {text}").invoke("t")
+
+    assert [llm.prompt(0), llm.prompt(1)] == ["Default registry: t", "Mine: t"]
+
+
+def test_unknown_kinds_and_missing_content_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    reply = json.dumps(
+        [
+            {"content": "Deploys happen on Tuesdays.", "kind": "rule", "importance": 0.8},
+            {"content": "Something vague.", "kind": "guideline", "importance": 0.5},
+            {"kind": "context", "importance": 0.5},
+            {"content": "", "kind": "context"},
+            {"content": "Staging mirrors production.", "kind": "Observation", "importance": 3},
+            {"content": "Prefer small PRs.", "kind": "preference", "importance": -1},
+        ]
+    )
+
+    with caplog.at_level(logging.INFO, logger="cogito_lc.llm_extractor"):
+        result = FactExtractor.from_llm(RecordingChatModel(reply=reply)).invoke_with_result("t")
+
+    assert [(f.content, f.kind, f.importance) for f in result.value] == [
+        ("Deploys happen on Tuesdays.", FactKind.RULE, 0.8),
+        ("Staging mirrors production.", FactKind.OBSERVATION, 1.0),
+        ("Prefer small PRs.", FactKind.PREFERENCE, 0.0),
+    ]
+    assert result.dropped == 3
+    dropped_logs = [r for r in caplog.records if "dropped item" in r.getMessage()]
+    assert len(dropped_logs) == 3
+
+
+def test_dropped_entries_do_not_count_towards_max_facts() -> None:
+    reply = json.dumps(
+        [
+            {"content": "", "kind": "rule"},
+            {"content": "a", "kind": "rule"},
+            {"content": "b", "kind": "bogus"},
+            {"content": "c", "kind": "context"},
+            {"content": "d", "kind": "context"},
+        ]
+    )
+    extractor = FactExtractor.from_llm(RecordingChatModel(reply=reply))
+
+    facts = extractor.invoke(FactExtractionInput(text="t", max_facts=2))
+
+    assert [fact.content for fact in facts] == ["a", "c"]
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda body: f"```json\n{body}\n```",
+        lambda body: f"<think>The user wants facts. Maybe [1]?</think>\n{body}",
+        lambda body: f"Here are the facts you asked for:\n\n{body}\n\nHope this helps!",
+        lambda body: f"<think>ok</think>Sure.\n```\n{body[:-1]},]\n```\nDone.",
+    ],
+    ids=["fence", "think", "prose", "all-with-trailing-comma"],
+)
+def test_fences_think_blocks_and_prose_around_the_json(wrap: Any) -> None:
+    body = facts_json(("The API is a monolith.", "decision", 0.7))
+
+    facts = FactExtractor.from_llm(RecordingChatModel(reply=wrap(body))).invoke("t")
+
+    assert facts == [Fact(content="The API is a monolith.", kind="decision", importance=0.7)]
+
+
+def test_transport_error_without_raise_on_error_returns_empty(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm = RecordingChatModel(reply=ConnectionRefusedError("[Errno 111] Connection refused"))
+
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+        result = FactExtractor.from_llm(llm).invoke_with_result(DECISION_TEXT)
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.ERROR
+    assert any("Connection refused" in r.getMessage() for r in caplog.records)
+
+
+def test_transport_error_with_raise_on_error_raises() -> None:
+    llm = RecordingChatModel(reply=TimeoutError("read timed out"))
+    extractor = FactExtractor.builder(llm).raise_on_error().build()
+
+    with pytest.raises(TimeoutError, match="read timed out"):
+        extractor.invoke(DECISION_TEXT)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t "])
+def test_blank_text_returns_empty_without_calling_the_model(text: str) -> None:
+    llm = RecordingChatModel(reply=facts_json(("x", "rule", 1.0)))
+
+    result = FactExtractor.from_llm(llm).invoke_with_result(text)
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.SKIPPED
+    assert llm.calls == []
+
+
+def test_plain_string_and_model_input_are_equivalent() -> None:
+    reply = facts_json(("Tokens expire after 3600 seconds.", "context", 0.6))
+    extractor = FactExtractor.from_llm(FakeListChatModel(responses=[reply]))
+
+    assert extractor.invoke("auth notes") == extractor.invoke(
+        FactExtractionInput(text="auth notes")
+    )
+
+
+def test_rejects_unsupported_input_type() -> None:
+    with pytest.raises(TypeError, match="FactExtractionInput"):
+        FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke(3)  # type: ignore[arg-type]
+
+
+async def test_async_invoke_and_batch() -> None:
+    reply = facts_json(("Use Postgres 16.", "decision", 0.5))
+    llm = RecordingChatModel(reply=reply)
+    extractor = FactExtractor.from_llm(llm)
+
+    single = await extractor.ainvoke(FactExtractionInput(text="db notes", context_hints=["h"]))
+    many = await extractor.abatch(["a", "b"])
+    skipped = await extractor.ainvoke_with_result(" ")
+
+    assert single == [Fact(content="Use Postgres 16.", kind="decision", importance=0.5)]
+    assert many == [single, single]
+    assert skipped.method is ExtractionMethod.SKIPPED
+    assert len(llm.calls) == 3
+    assert "Context:\n- h\n\n" in llm.prompt(0)
+
+
+def test_sync_batch_keeps_input_order() -> None:
+    extractor = FactExtractor.from_llm(
+        FakeListChatModel(responses=[facts_json(("one", "rule", 1.0))])
+    )
+
+    results = extractor.batch(["a", " ", "c"])
+
+    assert [[fact.content for fact in facts] for facts in results] == [["one"], [], ["one"]]
+
+
+def test_model_sets_the_model_name_on_the_chat_model() -> None:
+    llm = ChatOpenAI(model="base", api_key="k", base_url="http://127.0.0.1:9/v1")
+
+    extractor = FactExtractor.builder(llm).model("qwen2.5:3b").build()
+
+    assert isinstance(extractor.extractor.llm, ChatOpenAI)
+    assert extractor.extractor.llm.model_name == "qwen2.5:3b"
+    assert llm.model_name == "base"
+
+
+def test_model_on_a_chat_model_without_model_field_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no 'model' or 'model_name' field"):
+        FactExtractor.builder(RecordingChatModel(reply="[]")).model("x").build()
+
+
+def test_builder_type_and_prompt_property() -> None:
+    builder = FactExtractor.builder(RecordingChatModel(reply="[]"))
+
+    assert isinstance(builder, FactExtractorBuilder)
+    extractor = builder.structured_output("none").build()
+    assert extractor.prompt.metadata == {"prompt_name": "fact_extraction", "prompt_version": "1"}
+    assert extractor.extractor.resolved_structured_output() == "none"
