@@ -22,9 +22,12 @@ from cogito_lc.llm_extractor import (
     LlmExtractorBuilder,
     StructuredOutputMode,
 )
+from cogito_lc.memory_store import AddResult, MemoryNotFoundError, MemoryStore
 from cogito_lc.metadata import METADATA_KEY
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from cogito_lc.recall_b import RecallB
+from cogito_lc.scope import Scope
+from cogito_lc.seed import SeedSummary
 from cogito_lc.vector_cache import VectorCache
 
 try:
@@ -35,6 +38,7 @@ except _importlib_metadata.PackageNotFoundError:  # pragma: no cover - uninstall
 __all__ = [
     "EXTRACTION_EVENT",
     "METADATA_KEY",
+    "AddResult",
     "Bm25Index",
     "Decomposition",
     "ExtractionMethod",
@@ -46,9 +50,13 @@ __all__ = [
     "FactKind",
     "LlmExtractor",
     "LlmExtractorBuilder",
+    "MemoryNotFoundError",
+    "MemoryStore",
     "PromptRegistry",
     "PromptVariablesError",
     "RecallB",
+    "Scope",
+    "SeedSummary",
     "StructuredOutputMode",
     "VectorCache",
     "__version__",

@@ -62,7 +62,8 @@ def main() -> None:
             for doc in docs:
                 details = doc.metadata[METADATA_KEY]
                 marker = "*" if case["expected_substring"] in doc.page_content else " "
-                print(f"  {marker}{details['rank']}. {details['score']:.2f}  {shorten(doc.page_content)}")
+                text = shorten(doc.page_content)
+                print(f"  {marker}{details['rank']}. {details['score']:.2f}  {text}")
             print()
         print("* marks the memory that answers the question; text is returned verbatim.")
 

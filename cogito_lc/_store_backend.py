@@ -1,0 +1,99 @@
+"""What MemoryStore needs from a vector store beyond ``add_texts`` and search.
+
+Chroma gives every operation with metadata filters pushed down to the store.
+Other LangChain vector stores give the id-based ones (``get_by_ids``,
+``delete``); listing, counting and deleting a whole scope need a store that can
+filter by metadata, and say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+
+from cogito_lc._search import chroma_collection, is_chroma
+from cogito_lc.scope import Scope
+
+__all__ = ["StoreBackend", "backend_for"]
+
+
+class StoreBackend:
+    """Id-based access to any LangChain vector store, confined to a scope in code."""
+
+    def __init__(self, store: VectorStore) -> None:
+        self.store = store
+
+    def get(self, ids: list[str], scope: Scope) -> list[Document]:
+        """The documents with these ids that lie inside ``scope``."""
+        return [doc for doc in self.store.get_by_ids(ids) if scope.contains(doc.metadata)]
+
+    def page(self, scope: Scope, limit: int, offset: int) -> list[Document]:
+        """A page of the documents inside ``scope``."""
+        self._unsupported("list")
+
+    def count(self, scope: Scope) -> int:
+        """How many documents lie inside ``scope``."""
+        self._unsupported("count")
+
+    def ids_in(self, scope: Scope) -> list[str]:
+        """Every id inside ``scope``."""
+        self._unsupported("delete_scope")
+
+    def delete(self, ids: list[str]) -> None:
+        """Delete documents by id."""
+        if ids:
+            self.store.delete(ids=ids)
+
+    def _unsupported(self, operation: str) -> NoReturn:
+        msg = (
+            f"MemoryStore.{operation} needs a vector store that filters by metadata; "
+            f"{type(self.store).__name__} does not. Use langchain_chroma.Chroma."
+        )
+        raise NotImplementedError(msg)
+
+
+class ChromaBackend(StoreBackend):
+    """Every operation pushed down to the Chroma collection as a ``where`` filter."""
+
+    @property
+    def collection(self) -> Any:
+        return chroma_collection(self.store)
+
+    def get(self, ids: list[str], scope: Scope) -> list[Document]:
+        if not ids:
+            return []
+        raw = self.collection.get(ids=ids, where=scope.where(), include=["documents", "metadatas"])
+        return _documents(raw)
+
+    def page(self, scope: Scope, limit: int, offset: int) -> list[Document]:
+        raw = self.collection.get(
+            where=scope.where(), limit=limit, offset=offset, include=["documents", "metadatas"]
+        )
+        return _documents(raw)
+
+    def count(self, scope: Scope) -> int:
+        if not scope:
+            return int(self.collection.count())
+        return len(self.ids_in(scope))
+
+    def ids_in(self, scope: Scope) -> list[str]:
+        return list(self.collection.get(where=scope.where(), include=[])["ids"])
+
+    def delete(self, ids: list[str]) -> None:
+        if ids:
+            self.collection.delete(ids=ids)
+
+
+def _documents(raw: Any) -> list[Document]:
+    return [
+        Document(page_content=text, metadata=dict(meta or {}), id=doc_id)
+        for doc_id, text, meta in zip(raw["ids"], raw["documents"], raw["metadatas"], strict=True)
+        if text is not None
+    ]
+
+
+def backend_for(store: VectorStore) -> StoreBackend:
+    """The richest backend ``store`` supports."""
+    return ChromaBackend(store) if is_chroma(store) else StoreBackend(store)
