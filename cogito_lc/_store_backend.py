@@ -8,6 +8,7 @@ filter by metadata, and say so.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NoReturn
 
 from langchain_core.documents import Document
@@ -16,7 +17,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._search import chroma_collection, is_chroma
 from cogito_lc.scope import Scope
 
-__all__ = ["StoreBackend", "backend_for"]
+__all__ = ["StoreBackend", "backend_for", "persist_directory"]
 
 
 class StoreBackend:
@@ -92,6 +93,16 @@ def _documents(raw: Any) -> list[Document]:
         for doc_id, text, meta in zip(raw["ids"], raw["documents"], raw["metadatas"], strict=True)
         if text is not None
     ]
+
+
+def persist_directory(store: VectorStore) -> Path | None:
+    """The directory a persistent Chroma store writes to, else None."""
+    if not is_chroma(store):
+        return None
+    settings = store._client.get_settings()  # type: ignore[attr-defined]
+    if not settings.is_persistent or not settings.persist_directory:
+        return None
+    return Path(settings.persist_directory)
 
 
 def backend_for(store: VectorStore) -> StoreBackend:

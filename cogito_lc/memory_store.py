@@ -10,21 +10,21 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
-from cogito_lc._store_backend import StoreBackend, backend_for
+from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
+from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.llm_extractor import ExtractionMethod
 from cogito_lc.recall_b import RecallB
 from cogito_lc.scope import SCOPE_KEYS, Scope, as_scope
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from cogito_lc.seed import SeedSummary
 
 __all__ = ["RESERVED_METADATA_KEYS", "AddResult", "MemoryNotFoundError", "MemoryStore"]
@@ -124,6 +124,7 @@ class MemoryStore:
         max_text_chars: int = 100_000,
         batch_size: int = 64,
         vocab_map: Mapping[str, Sequence[str]] | None = None,
+        data_dir: str | Path | None = None,
     ) -> None:
         if max_text_chars < 1 or batch_size < 1:
             msg = "max_text_chars and batch_size must be >= 1."
@@ -137,6 +138,11 @@ class MemoryStore:
             {k: list(v) for k, v in vocab_map.items()} if vocab_map else None
         )
         self._backend: StoreBackend = backend_for(vectorstore)
+        self.data_dir: Path | None = Path(data_dir) if data_dir else persist_directory(vectorstore)
+        """Where the snapshot and the vocabulary map are saved: the Chroma persist
+        directory by default; None for in-memory stores (nothing is saved)."""
+        if self.vocab_map is None:
+            self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
 
     # -- writes -------------------------------------------------------------
