@@ -11,7 +11,7 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from cogito_lc._vocab_file import save_vocab_map
-from cogito_lc.llm_extractor import ExtractionMethod, LlmExtractor
+from cogito_lc.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.prompts import PromptLike, resolve_prompt
 from cogito_lc.scope import as_scope
 
@@ -101,6 +101,8 @@ class VocabCalibrator(BaseModel):
     """The chat model; None means no calibration (``fallback_no_llm``)."""
     prompt: PromptLike | None = None
     """Prompt override; by default the registry's ``calibrate``."""
+    structured_output: StructuredOutputMode = "auto"
+    """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
     sample_size: int = Field(default=200, ge=1)
     """How many memories the model sees."""
     item_chars: int = Field(default=200, ge=20)
@@ -128,7 +130,10 @@ class VocabCalibrator(BaseModel):
         if not memories:
             return CalibrationResult({}, "empty")
         extractor = LlmExtractor.from_llm(
-            self.llm, output=VocabReply, prompt=resolve_prompt("calibrate", self.prompt)
+            self.llm,
+            output=VocabReply,
+            prompt=resolve_prompt("calibrate", self.prompt),
+            structured_output=self.structured_output,
         )
         reply = extractor.invoke_with_result({"corpus": corpus, "max_terms": self.max_keys})
         if reply.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cogito_lc._grouping import group_memories
 from cogito_lc._json import strip_reasoning
-from cogito_lc.llm_extractor import ExtractionMethod, LlmExtractor
+from cogito_lc.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.prompts import PromptLike, resolve_prompt
 from cogito_lc.scope import as_scope
 
@@ -135,6 +135,8 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     """``pointer`` (verbatim memories under model-written headings) or ``summary``."""
     prompt: PromptLike | None = None
     """Prompt override; by default the registry's ``snapshot_pointer`` or ``snapshot``."""
+    structured_output: StructuredOutputMode = "auto"
+    """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
     sample_size: int = Field(default=500, ge=1)
     """The most memories a snapshot is built from."""
     item_chars: int = Field(default=160, ge=20)
@@ -211,7 +213,10 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     def _pointer(self, memories: list[Document]) -> tuple[str, str]:
         assert self.llm is not None  # noqa: S101 - checked by the caller
         extractor = LlmExtractor.from_llm(
-            self.llm, output=TopicIndex, prompt=resolve_prompt("snapshot_pointer", self.prompt)
+            self.llm,
+            output=TopicIndex,
+            prompt=resolve_prompt("snapshot_pointer", self.prompt),
+            structured_output=self.structured_output,
         )
         result = extractor.invoke_with_result({"memories": self._numbered(memories)})
         if result.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
