@@ -52,7 +52,19 @@ _LIST_WRAPPER_KEYS = ("items", "facts", "results", "data", "output", "values")
 
 
 class JsonExtractionError(ValueError):
-    """Raised when no JSON value of the requested shape can be found in a text."""
+    """Raised when no JSON value of the requested shape can be found in a text.
+
+    Example:
+        ```python
+        from cogito_lc._json import JsonExtractionError, extract_json
+
+        try:
+            extract_json("I could not find anything.")
+        except JsonExtractionError as exc:
+            print(exc)
+        # No JSON any value found in model output starting with 'I could not find anything.'
+        ```
+    """
 
 
 class TruncatedJsonError(JsonExtractionError):
@@ -60,6 +72,18 @@ class TruncatedJsonError(JsonExtractionError):
 
     This happens when a model reaches its token limit mid-answer;
     :func:`salvage_json_array` recovers the complete leading items.
+
+    Example:
+        ```python
+        from cogito_lc._json import TruncatedJsonError, extract_json_list, salvage_json_array
+
+        reply = '[{"a": 1}, {"b": 2}, {"c": tr'
+        try:
+            extract_json_list(reply)
+        except TruncatedJsonError:
+            print(salvage_json_array(reply))
+        # [{'a': 1}, {'b': 2}]
+        ```
     """
 
 
@@ -235,17 +259,23 @@ def _decode_first(text: str, openers: str) -> Any:
     """Decode the first value starting at one of ``openers``.
 
     Later start positions are tried only when an earlier one is not JSON, so prose
-    such as ``[see below]`` is skipped; a first value that runs to the end of the
-    text without closing raises instead of yielding one of its inner values.
+    such as ``[see below]`` is skipped. Start positions inside a bracketed span that
+    failed to decode are not tried: the inner values of a malformed value are not
+    the answer. A first value that runs to the end of the text without closing
+    raises instead of yielding one of its inner values.
     """
     starts = [index for index, char in enumerate(text) if char in openers]
+    skip_before = 0
     for position, start in enumerate(starts[:_MAX_START_POSITIONS]):
+        if start < skip_before:
+            continue
         value, error = _decode_at(text, start)
         if error is None:
             return value
         if position == 0 and _looks_cut_off(text, start, error):
             msg = "JSON value cut off at the end of the text"
             raise TruncatedJsonError(msg)
+        skip_before = _span_end(text, start) or start
     return _MISSING
 
 
@@ -273,10 +303,16 @@ def _looks_cut_off(text: str, start: int, error: json.JSONDecodeError) -> bool:
 
 def _is_unclosed(text: str, start: int) -> bool:
     """Whether the brackets opened at ``start`` are still open at the end of the text."""
+    return _span_end(text, start) is None
+
+
+def _span_end(text: str, start: int) -> int | None:
+    """Return the index after the bracket closing the one at ``start``; ``None`` if unclosed."""
     depth = 0
     in_string = False
     escaped = False
-    for char in text[start:]:
+    for index in range(start, len(text)):
+        char = text[index]
         if in_string:
             if escaped:
                 escaped = False
@@ -291,8 +327,8 @@ def _is_unclosed(text: str, start: int) -> bool:
         elif char in "]}":
             depth -= 1
             if depth == 0:
-                return False
-    return True
+                return index + 1
+    return None
 
 
 def _unwrap_list(value: dict[str, Any]) -> list[Any]:

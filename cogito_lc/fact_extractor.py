@@ -3,6 +3,13 @@
 This is the write-time step of a memory system: before agent output is stored,
 it is reduced to self-contained facts, each with a kind and an importance, so that
 later retrieval finds precise statements instead of verbose transcripts.
+
+Where the prompt comes from, highest precedence first: a prompt given to
+:meth:`FactExtractorBuilder.prompt_template` or ``FactExtractor.from_llm(...,
+prompt=...)``; the ``fact_extraction`` prompt registered in the prompt registry (an
+application's ``register(..., replace=True)``, a file in ``$COGITO_PROMPTS_DIR`` or
+a ``cogito_lc.prompts`` entry point, see :mod:`cogito_lc.prompts`); the built-in
+prompt. The prompt is resolved when the extractor is built.
 """
 
 from __future__ import annotations
@@ -16,13 +23,12 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cogito_lc._structured_output import StructuredOutputMode
+from cogito_lc._tracing import arun_traced, run_traced
 from cogito_lc.llm_extractor import (
     ExtractionMethod,
     ExtractionResult,
     LlmExtractor,
-    StructuredOutputMode,
-    arun_traced,
-    run_traced,
     with_model_name,
 )
 from cogito_lc.prompts import PromptLike, PromptRegistry, resolve_prompt
@@ -43,7 +49,18 @@ FACT_EXTRACTION_PROMPT = "fact_extraction"
 
 
 class FactKind(str, Enum):
-    """What kind of knowledge a fact carries; serialised as its snake_case value."""
+    """What kind of knowledge a fact carries; serialised as its snake_case value.
+
+    Example:
+        ```python
+        from cogito_lc import Fact, FactKind
+
+        FactKind("decision") is FactKind.DECISION
+        # True
+        Fact(content="Use UTC timestamps.", kind=FactKind.RULE, importance=0.9).model_dump_json()
+        # '{"content":"Use UTC timestamps.","kind":"rule","importance":0.9}'
+        ```
+    """
 
     RULE = "rule"
     """A standing instruction that must always be respected."""
@@ -114,6 +131,8 @@ class FactExtractionInput(BaseModel):
         ```
     """
 
+    model_config = ConfigDict(validate_assignment=True)
+
     text: str
     """Agent output to extract facts from."""
 
@@ -121,7 +140,7 @@ class FactExtractionInput(BaseModel):
     """Short hints shown to the model, such as ``"project: billing API"``."""
 
     max_facts: int = Field(default=7, ge=1)
-    """Most facts to return; at least 1."""
+    """Most facts to return; at least 1 (a smaller value is a ``ValueError``)."""
 
 
 FactExtractorInput = FactExtractionInput | str | dict[str, Any]
@@ -131,15 +150,19 @@ FactExtractorInput = FactExtractionInput | str | dict[str, Any]
 def render_context_section(hints: Sequence[str]) -> str:
     r"""Render the ``{context_section}`` prompt variable.
 
+    The built-in prompt puts ``{context_section}`` directly before ``Agent output:``,
+    so with hints the prompt reads ``...work.\n\nContext:\n- hint\n- hint\n\nAgent
+    output:`` and without them ``...work.\n\nAgent output:``, with no empty
+    ``Context:`` line and no extra blank line.
+
     Args:
-        hints: Context hints; blank ones are ignored.
+        hints: Context hints; blank ones are ignored, line breaks become spaces.
 
     Returns:
-        ``"Context:\n- hint\n- hint\n\n"`` (the section and the blank line that
-        separates it from what follows), or ``""`` when there are no hints, so the
-        section disappears without leaving an empty line.
+        ``"Context:\n- hint\n- hint"`` followed by the blank line that separates it
+        from what follows, or ``""`` when there are no hints.
     """
-    lines = [f"- {hint.strip()}" for hint in hints if hint.strip()]
+    lines = [f"- {' '.join(hint.split())}" for hint in hints if hint.strip()]
     if not lines:
         return ""
     return "Context:\n" + "\n".join(lines) + "\n\n"
@@ -148,18 +171,25 @@ def render_context_section(hints: Sequence[str]) -> str:
 class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
     """Extract atomic facts from agent output: ``FactExtractionInput | str -> list[Fact]``.
 
-    The prompt comes from the ``fact_extraction`` entry of the prompt registry unless
-    one is given to the builder or ``from_llm``. At most ``max_facts`` facts are
-    returned; entries with an unknown kind or no content are dropped; empty text
-    returns ``[]`` without calling the model; an unparseable reply returns ``[]`` with
-    a logged warning; an unreachable model returns ``[]`` unless ``raise_on_error``.
+    The prompt given to the builder or ``from_llm`` wins over the ``fact_extraction``
+    prompt of the registry, which is the built-in one unless overridden. At most
+    ``max_facts`` facts are returned; entries with an unknown kind or no content are
+    dropped and logged; empty text returns ``[]`` without calling the model; an
+    unparseable reply returns ``[]`` with a logged warning; an unreachable model
+    returns ``[]`` unless ``raise_on_error``. :meth:`invoke_with_result` also tells
+    how the run went.
 
     Example:
         ```python
-        from langchain_ollama import ChatOllama
+        from langchain_core.language_models import FakeListChatModel
         from cogito_lc import FactExtractionInput, FactExtractor
 
-        extractor = FactExtractor.from_llm(ChatOllama(model="qwen2.5:3b"))
+        # Any chat model works, e.g. ChatOllama(model="qwen2.5:3b").
+        llm = FakeListChatModel(
+            responses=['[{"content": "The billing API is a monolith.", "kind": "decision", '
+                       '"importance": 0.8}]']
+        )
+        extractor = FactExtractor.from_llm(llm)
         extractor.invoke(
             FactExtractionInput(
                 text="Chose a monolith for the API: the team cannot operate "
@@ -168,7 +198,8 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
                 max_facts=3,
             )
         )
-        # [Fact(content='The billing API is a monolith ...', kind=<FactKind.DECISION: ...>, ...)]
+        # [Fact(content='The billing API is a monolith.', kind=<FactKind.DECISION: 'decision'>,
+        #       importance=0.8)]
         ```
     """
 
@@ -300,14 +331,14 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
 
         return await arun_traced(self, request, config, extract, event=_is_skipped)
 
-    def _variables(self, request: FactExtractionInput) -> dict[str, Any]:
-        values = {
+    @staticmethod
+    def _variables(request: FactExtractionInput) -> dict[str, Any]:
+        # A prompt that leaves out an optional variable ignores its value.
+        return {
             "text": request.text,
             "context_section": render_context_section(request.context_hints),
             "max_facts": request.max_facts,
         }
-        used = set(self.prompt.input_variables)
-        return {name: value for name, value in values.items() if name in used}
 
 
 class FactExtractorBuilder:
@@ -315,12 +346,19 @@ class FactExtractorBuilder:
 
     Example:
         ```python
+        from langchain_openai import ChatOpenAI
+        from cogito_lc import FactExtractor
+
+        llm = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1", api_key="-")
         extractor = (
             FactExtractor.builder(llm)
             .prompt_template("List the billing facts in {text}, at most {max_facts}.")
             .model("qwen2.5:3b")
+            .raise_on_error()
             .build()
         )
+        extractor.extractor.llm.model_name, extractor.prompt.input_variables
+        # ('qwen2.5:3b', ['max_facts', 'text'])
         ```
     """
 

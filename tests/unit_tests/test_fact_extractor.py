@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
+from uuid import UUID
 
+import httpx
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel, FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -23,6 +27,47 @@ from cogito_lc.fact_extractor import (
 )
 from cogito_lc.llm_extractor import ExtractionMethod
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+
+# The default prompt exactly as the specification gives it.
+SPEC_PROMPT = """\
+You are extracting reusable memory facts from an AI agent's completed work.
+
+{context_section}
+
+Agent output:
+---
+{text}
+---
+
+Extract up to {max_facts} atomic facts that would be useful for future agents working
+on similar tasks. Each fact must be:
+- Self-contained (understandable without this output)
+- Specific (not "used best practices" — name which ones)
+- Actionable (tells a future agent something concrete)
+
+Classify each fact as one of:
+- "rule"        — a standing decision that must always be followed
+- "preference"  — a softer guideline; follow unless there is a reason not to
+- "context"     — situational information that informs decisions
+- "decision"    — a past choice with rationale (informative, not prescriptive for future)
+- "observation" — an ongoing state worth being aware of
+
+Return a JSON array only, no prose:
+[
+  { "content": "...", "kind": "rule|preference|context|decision|observation", \
+"importance": 0.0–1.0 }
+]
+
+If the output contains no useful facts, return an empty array: []"""  # noqa: RUF001
+
+
+def spec_prompt(text: str, max_facts: int, context_section: str | None) -> str:
+    """The specified prompt; ``None`` removes the section together with its line."""
+    prompt = SPEC_PROMPT.replace("{text}", text).replace("{max_facts}", str(max_facts))
+    if context_section is None:
+        return prompt.replace("{context_section}\n\n", "")
+    return prompt.replace("{context_section}", context_section)
+
 
 DECISION_TEXT = (
     "Chose monolithic architecture for the API service. Microservices would require "
@@ -146,7 +191,13 @@ def test_empty_array_returns_no_facts() -> None:
 
 
 def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    raw = '[{"content": "The API is a monolith", "kind": "rule", importance: high}'
+    raw = (
+        '[{"content": "The API is a monolith because the team is small and deploys '
+        'happen once a week from a single pipeline that nobody wants to split", '
+        '"kind": "rule", importance: high}, {"content": "Timestamps are UTC", '
+        '"kind": "rule", "importance": 0.5}]'
+    )
+    assert len(raw) > 200
     extractor = FactExtractor.from_llm(RecordingChatModel(reply=raw))
 
     with caplog.at_level(logging.WARNING):
@@ -154,9 +205,13 @@ def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFi
 
     assert result.value == []
     assert result.method is ExtractionMethod.PARSE_ERROR
+    assert result.raw == raw
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.name for r in warnings] == ["cogito_lc.llm_extractor"]
-    assert repr(raw[:200]) in warnings[0].getMessage()
+    message = warnings[0].getMessage()
+    assert "could not parse the model reply" in message
+    assert repr(raw[:200]) in message
+    assert raw[:201] not in message
 
 
 def test_at_most_max_facts_are_returned() -> None:
@@ -189,12 +244,41 @@ def test_max_facts_reaches_the_schema_in_structured_mode() -> None:
     assert array["items"]["required"] == ["content", "kind", "importance"]
 
 
-def test_max_facts_below_one_is_a_value_error() -> None:
+@pytest.mark.parametrize("max_facts", [0, -3])
+def test_max_facts_below_one_is_a_value_error(max_facts: int) -> None:
     llm = RecordingChatModel(reply="[]")
+    extractor = FactExtractor.from_llm(llm)
+    request = FactExtractionInput(text="t")
 
     with pytest.raises(ValueError, match="max_facts"):
-        FactExtractor.from_llm(llm).invoke({"text": "t", "max_facts": 0})
+        extractor.invoke({"text": "t", "max_facts": max_facts})
+    with pytest.raises(ValueError, match="max_facts"):
+        FactExtractionInput(text="t", max_facts=max_facts)
+    with pytest.raises(ValueError, match="max_facts"):
+        request.max_facts = max_facts
     assert llm.calls == []
+
+
+def test_prompt_sent_to_the_model_is_the_specified_prompt() -> None:
+    with_hints = RecordingChatModel(reply="[]")
+    without_hints = RecordingChatModel(reply="[]")
+
+    FactExtractor.from_llm(with_hints).invoke(
+        FactExtractionInput(text=DECISION_TEXT, context_hints=["project: stev API", "goal: v2"])
+    )
+    FactExtractor.from_llm(without_hints).invoke(DECISION_TEXT)
+
+    assert [m.type for m in with_hints.calls[0]["messages"]] == ["human"]
+    assert with_hints.prompt() == spec_prompt(
+        DECISION_TEXT, 7, "Context:\n- project: stev API\n- goal: v2"
+    )
+    assert without_hints.prompt() == spec_prompt(DECISION_TEXT, 7, None)
+
+
+def test_multi_line_hints_stay_on_one_bullet() -> None:
+    assert render_context_section(["project:\n  billing   API"]) == (
+        "Context:\n- project: billing API\n\n"
+    )
 
 
 def test_context_hints_appear_in_the_prompt_sent_to_the_model() -> None:
@@ -413,6 +497,112 @@ async def test_async_invoke_and_batch() -> None:
     assert "Context:\n- h\n\n" in llm.prompt(0)
 
 
+class AsyncOnlyChatModel(BaseChatModel):
+    """Replies only through the async API; the sync one fails the test."""
+
+    reply: str
+    in_flight: int = 0
+    most_in_flight: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "async-only"
+
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        msg = "the async path must await the model, not call it synchronously"
+        raise AssertionError(msg)
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await asyncio.sleep(0.05)
+        self.in_flight -= 1
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
+
+
+async def test_async_path_awaits_the_model_without_blocking_the_loop() -> None:
+    llm = AsyncOnlyChatModel(reply=facts_json(("Use Postgres 16.", "decision", 0.5)))
+    extractor = FactExtractor.from_llm(llm)
+
+    results = await asyncio.wait_for(
+        asyncio.gather(*(extractor.ainvoke(f"notes {i}") for i in range(4))), timeout=30
+    )
+
+    assert [len(facts) for facts in results] == [1, 1, 1, 1]
+    assert llm.most_in_flight == 4
+
+
+class RunRecorder(BaseCallbackHandler):
+    """Records each run's name and parent run id, and every custom event."""
+
+    def __init__(self) -> None:
+        self.runs: dict[UUID, tuple[str, UUID | None]] = {}
+        self.events: list[tuple[str, dict[str, Any], UUID]] = []
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.runs[run_id] = (kwargs["name"], parent_run_id)
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.runs[run_id] = ("chat_model", parent_run_id)
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.events.append((name, data, run_id))
+
+    def lineage(self, name: str) -> list[str]:
+        """Names from the run called ``name`` up to the root."""
+        run_id: UUID | None = next(run for run, (n, _) in self.runs.items() if n == name)
+        names = []
+        while run_id is not None:
+            run_name, run_id = self.runs[run_id]
+            names.append(run_name)
+        return names
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+async def test_model_call_is_nested_under_the_extractor_run(use_async: bool) -> None:
+    recorder = RunRecorder()
+    extractor = FactExtractor.from_llm(RecordingChatModel(reply=facts_json(("a", "rule", 1.0))))
+    config: Any = {"callbacks": [recorder]}
+
+    if use_async:
+        result = await extractor.ainvoke_with_result("notes", config)
+    else:
+        result = extractor.invoke_with_result("notes", config)
+
+    assert result.method is ExtractionMethod.TEXT
+    assert recorder.lineage("chat_model") == ["chat_model", "LlmExtractor", "FactExtractor"]
+    assert [(name, data["method"], data["count"]) for name, data, _ in recorder.events] == [
+        ("cogito_lc.extraction", "text", 1)
+    ]
+
+
+def test_skipped_run_is_traced_and_reported() -> None:
+    recorder = RunRecorder()
+
+    FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke("  ", {"callbacks": [recorder]})
+
+    assert [name for name, _ in recorder.runs.values()] == ["FactExtractor"]
+    assert [(data["name"], data["method"]) for _, data, _ in recorder.events] == [
+        ("FactExtractor", "skipped")
+    ]
+
+
 def test_sync_batch_keeps_input_order() -> None:
     extractor = FactExtractor.from_llm(
         FakeListChatModel(responses=[facts_json(("one", "rule", 1.0))])
@@ -431,6 +621,53 @@ def test_model_sets_the_model_name_on_the_chat_model() -> None:
     assert isinstance(extractor.extractor.llm, ChatOpenAI)
     assert extractor.extractor.llm.model_name == "qwen2.5:3b"
     assert llm.model_name == "base"
+
+
+def test_builder_prompt_template_and_model_reach_the_server() -> None:
+    bodies: list[dict[str, Any]] = []
+    items = json.loads(facts_json(("Invoices are monthly.", "rule", 0.7)))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        completion = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": json.dumps({"items": items})},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        return httpx.Response(200, json=completion)
+
+    llm = ChatOpenAI(
+        model="base",
+        api_key="k",
+        base_url="http://llm.invalid/v1",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    extractor = (
+        FactExtractor.builder(llm)
+        .prompt_template("Billing facts (max {max_facts}) in: {text}")
+        .model("billing-model")
+        .build()
+    )
+
+    result = extractor.invoke_with_result(FactExtractionInput(text="Invoices go out monthly."))
+
+    assert result.method is ExtractionMethod.STRUCTURED
+    assert result.value == [Fact(content="Invoices are monthly.", kind="rule", importance=0.7)]
+    (body,) = bodies
+    assert body["model"] == "billing-model"
+    assert body["messages"] == [
+        {"role": "user", "content": "Billing facts (max 7) in: Invoices go out monthly."}
+    ]
+    assert body["response_format"]["type"] == "json_schema"
 
 
 def test_model_on_a_chat_model_without_model_field_is_an_error() -> None:

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import json
 import logging
+import re
+import textwrap
 import threading
 from typing import Any
 from uuid import UUID
@@ -33,8 +37,12 @@ from cogito_lc.llm_extractor import (
     ExtractionMethod,
     LlmExtractor,
     detect_structured_output_mode,
+    is_schema_rejection,
+    is_timeout_error,
     is_transport_error,
+    reply_text,
     request_schema,
+    structured_output_kwargs,
     with_model_name,
 )
 from cogito_lc.prompts import PromptRegistry
@@ -401,6 +409,46 @@ def test_is_transport_error_classification() -> None:
     assert not is_transport_error(StatusError(400))
     assert not is_transport_error(StatusError(401))
     assert not is_transport_error(_wrapped(KeyError("x")))
+
+
+def test_is_timeout_error_classification() -> None:
+    assert is_timeout_error(TimeoutError())
+    assert is_timeout_error(httpx.ReadTimeout("slow"))
+    assert is_timeout_error(StatusError(408))
+    assert is_timeout_error(_wrapped(asyncio.TimeoutError()))
+    assert not is_timeout_error(ConnectionRefusedError())
+    assert not is_timeout_error(StatusError(503))
+
+
+@pytest.mark.parametrize(
+    ("status", "rejected"), [(400, True), (422, True), (500, True), (401, False)]
+)
+def test_is_schema_rejection(status: int, rejected: bool) -> None:
+    assert is_schema_rejection(_wrapped(StatusError(status))) is rejected
+    assert not is_schema_rejection(ConnectionRefusedError())
+
+
+def test_structured_output_kwargs_for_every_mode() -> None:
+    schema = {"type": "array", "items": {"type": "integer"}}
+
+    assert structured_output_kwargs("none", schema, name="Ids") == {}
+    assert structured_output_kwargs("format", schema, name="Ids") == {"format": schema}
+    assert structured_output_kwargs("json_object", schema, name="Ids") == {
+        "response_format": {"type": "json_object", "schema": schema}
+    }
+    assert structured_output_kwargs("json_schema", schema, name="Ids") == {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "Ids", "schema": schema, "strict": False},
+        }
+    }
+    with pytest.raises(ValueError, match="auto"):
+        structured_output_kwargs("auto", schema, name="Ids")
+
+
+def test_reply_text_of_messages_and_strings() -> None:
+    assert reply_text(AIMessage(content=[{"type": "text", "text": "[1]"}])) == "[1]"
+    assert reply_text("[2]") == "[2]"
 
 
 class Recorder(BaseCallbackHandler):
@@ -846,3 +894,87 @@ def test_cut_off_value_raises_truncated_and_salvages_items() -> None:
 
 def test_unclosed_bracket_in_prose_is_not_mistaken_for_truncation() -> None:
     assert extract_json_list('Note [see the list below: [{"a": 1}]') == [{"a": 1}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"a": 1}, {"b": oops}]',
+        '{"items": [{"a": 1}], "note": oops}',
+        'Sure: [{"name": "Ada", "age": 36} {"name": "Bo", "age": 5}]',
+    ],
+)
+def test_inner_values_of_a_malformed_value_are_not_returned(text: str) -> None:
+    with pytest.raises(JsonExtractionError):
+        extract_json_list(text)
+
+
+def test_prose_brackets_before_the_json_are_still_skipped() -> None:
+    assert extract_json_list('See [the notes] and {the list}: [{"a": 1}]') == [{"a": 1}]
+
+
+def test_malformed_list_reply_is_a_parse_error_not_a_partial_list() -> None:
+    reply = '[{"name": "Ada", "age": 36, oops}, {"name": "Bo", "age": 5}]'
+
+    result = people_extractor(ScriptedChatModel(replies=[reply])).invoke_with_result("x")
+
+    assert result.method is ExtractionMethod.PARSE_ERROR
+    assert result.value == []
+
+
+@pytest.mark.parametrize("max_items", [0, -1])
+def test_max_items_below_one_is_a_value_error(max_items: int) -> None:
+    llm = ScriptedChatModel(replies=["[]"])
+
+    with pytest.raises(ValueError, match="max_items"):
+        people_extractor(llm).invoke("x", max_items=max_items)
+    assert llm.calls == []
+
+
+# Every public class of the extraction modules documents itself with an example that runs.
+
+DOCUMENTED_MODULES = [
+    "cogito_lc._json",
+    "cogito_lc._prompt_files",
+    "cogito_lc._structured_output",
+    "cogito_lc._tracing",
+    "cogito_lc._transport",
+    "cogito_lc.fact_extractor",
+    "cogito_lc.llm_extractor",
+    "cogito_lc.prompts",
+]
+_EXAMPLE = re.compile(r"```python\n(.*?)```", flags=re.DOTALL)
+
+
+def _documented_objects() -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for module_name in DOCUMENTED_MODULES:
+        module = importlib.import_module(module_name)
+        found.extend(
+            (f"{module_name}.{name}", obj)
+            for name, obj in vars(module).items()
+            if inspect.isclass(obj)
+            and obj.__module__ == module_name
+            and name.isidentifier()
+            and not name.startswith("_")
+            and name != "PromptSpec"
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"), _documented_objects(), ids=[n for n, _ in _documented_objects()]
+)
+def test_public_classes_have_a_runnable_example(name: str, obj: Any) -> None:
+    examples = _EXAMPLE.findall(inspect.getdoc(obj) or "")
+
+    assert examples, f"{name} has no example in its docstring"
+    for example in examples:
+        exec(compile(textwrap.dedent(example), f"<{name} example>", "exec"), {})  # noqa: S102
+
+
+@pytest.mark.parametrize("module_name", DOCUMENTED_MODULES)
+def test_module_examples_run(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    for example in _EXAMPLE.findall(inspect.getdoc(module) or ""):
+        exec(compile(textwrap.dedent(example), f"<{module_name} example>", "exec"), {})  # noqa: S102

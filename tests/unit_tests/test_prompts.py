@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from cogito_lc.prompts import (
     PromptRegistry,
     PromptVariablesError,
     default_registry,
+    get_prompt,
     resolve_prompt,
     validate_prompt_variables,
 )
@@ -25,6 +28,7 @@ BUILTIN_VARIABLES = {
     "fact_extraction": {"text", "context_section", "max_facts"},
     "pointer_filter": {"query", "candidates"},
     "snapshot": {"memories", "max_words"},
+    "snapshot_pointer": {"memories"},
     "calibrate": {"corpus", "max_terms"},
 }
 
@@ -290,37 +294,53 @@ def test_default_registry_without_environment_has_builtins() -> None:
     assert default_registry().entry("fact_extraction").source == "builtin"
 
 
-class _FakeEntryPoint:
-    def __init__(self, name: str, loaded: Any) -> None:
-        self.name = name
-        self.value = f"plugin_module:{name}"
-        self._loaded = loaded
+# Objects the fake entry points below load, by "module:attribute" reference.
+PLUGIN_HAIKU = "Write a haiku about {topic}"
+PLUGIN_QA = {"name": "qa", "version": "7", "template": "Q: {question}"}
+PLUGIN_POINTER_FILTER_WITHOUT_CANDIDATES = "Pick for {query}"
+PLUGIN_FACT_EXTRACTION = "Plugin facts {text}"
+PLUGIN_WITH_TEMPLATE_FILE = {"template_file": "/etc/hostname"}
+PLUGIN_CALIBRATE = PromptEntry(
+    "calibrate",
+    ChatPromptTemplate.from_messages([("human", "Vocab of {corpus}")]),
+    "9",
+    "plugin vocab",
+)
 
-    def load(self) -> Any:
-        if isinstance(self._loaded, Exception):
-            raise self._loaded
-        return self._loaded
+
+def plugin_snapshot() -> ChatPromptTemplate:
+    return ChatPromptTemplate.from_messages([("human", "Index {memories}")])
+
+
+def _entry_point(name: str, attribute: str) -> importlib.metadata.EntryPoint:
+    return importlib.metadata.EntryPoint(name, f"{__name__}:{attribute}", ENTRY_POINT_GROUP)
+
+
+def _fake_entry_points(
+    monkeypatch: pytest.MonkeyPatch, *found: importlib.metadata.EntryPoint
+) -> list[str]:
+    """Make ``importlib.metadata.entry_points`` return ``found``; record the groups asked."""
+    requested: list[str] = []
+
+    def entry_points(*, group: str) -> tuple[importlib.metadata.EntryPoint, ...]:
+        requested.append(group)
+        return found
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    return requested
 
 
 def test_entry_points_register_prompts_and_skip_broken_ones(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    plugins = [
-        _FakeEntryPoint("haiku", "Write a haiku about {topic}"),
-        _FakeEntryPoint(
-            "snapshot", lambda: ChatPromptTemplate.from_messages([("human", "Index {memories}")])
-        ),
-        _FakeEntryPoint("mapping", {"name": "qa", "version": "7", "template": "Q: {question}"}),
-        _FakeEntryPoint("broken", ImportError("no module named plugin_module")),
-        _FakeEntryPoint("pointer_filter", "Pick for {query}"),
-    ]
-    requested: list[str] = []
-
-    def fake_entry_points(*, group: str) -> list[_FakeEntryPoint]:
-        requested.append(group)
-        return plugins
-
-    monkeypatch.setattr(prompts, "entry_points", fake_entry_points)
+    requested = _fake_entry_points(
+        monkeypatch,
+        _entry_point("haiku", "PLUGIN_HAIKU"),
+        _entry_point("snapshot", "plugin_snapshot"),
+        _entry_point("mapping", "PLUGIN_QA"),
+        importlib.metadata.EntryPoint("broken", "no_such_plugin_module:prompt", ENTRY_POINT_GROUP),
+        _entry_point("pointer_filter", "PLUGIN_POINTER_FILTER_WITHOUT_CANDIDATES"),
+    )
     registry = PromptRegistry()
 
     with caplog.at_level(logging.ERROR, logger="cogito_lc.prompts"):
@@ -328,6 +348,7 @@ def test_entry_points_register_prompts_and_skip_broken_ones(
 
     assert requested == [ENTRY_POINT_GROUP]
     assert [entry.name for entry in loaded] == ["haiku", "snapshot", "qa"]
+    assert _human_text(registry.get("haiku"), topic="rain") == "Write a haiku about rain"
     assert registry.entry("qa").version == "7"
     assert registry.entry("snapshot").source == "entry_point:snapshot"
     assert registry.entry("pointer_filter").source == "builtin"
@@ -336,17 +357,98 @@ def test_entry_points_register_prompts_and_skip_broken_ones(
 
 
 def test_entry_point_may_provide_a_prompt_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    template = ChatPromptTemplate.from_messages([("human", "Vocab of {corpus}")])
-    plugin = PromptEntry("calibrate", template, "9", "plugin vocab")
-    monkeypatch.setattr(
-        prompts, "entry_points", lambda *, group: [_FakeEntryPoint("calibrate", plugin)]
-    )
+    _fake_entry_points(monkeypatch, _entry_point("calibrate", "PLUGIN_CALIBRATE"))
     registry = PromptRegistry()
 
     registry.load_entry_points()
 
     assert registry.entry("calibrate").version == "9"
     assert _human_text(registry.get("calibrate"), corpus="c") == "Vocab of c"
+
+
+def test_entry_point_mapping_cannot_name_a_template_file(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _fake_entry_points(monkeypatch, _entry_point("qa", "PLUGIN_WITH_TEMPLATE_FILE"))
+
+    with caplog.at_level(logging.ERROR, logger="cogito_lc.prompts"):
+        loaded = PromptRegistry().load_entry_points()
+
+    assert loaded == []
+    assert "cannot use 'template_file'" in caplog.text
+
+
+def test_entry_point_of_an_installed_distribution_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cogito_fake_prompts.py").write_text(
+        'HAIKU = "Installed haiku about {topic}"\n', encoding="utf-8"
+    )
+    dist_info = tmp_path / "cogito_fake_prompts-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: cogito-fake-prompts\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nhaiku = cogito_fake_prompts:HAIKU\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cogito_fake_prompts", raising=False)
+    registry = PromptRegistry()
+
+    loaded = registry.load_entry_points()
+
+    assert [entry.name for entry in loaded] == ["haiku"]
+    assert _human_text(registry.get("haiku"), topic="tea") == "Installed haiku about tea"
+
+
+@pytest.mark.usefixtures("fresh_default")
+def test_default_registry_precedence_from_builtin_to_explicit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_entry_points(monkeypatch, _entry_point("fact_extraction", "PLUGIN_FACT_EXTRACTION"))
+    (tmp_path / "snapshot.yaml").write_text("template: 'Env index {memories}'\n", "utf-8")
+    (tmp_path / "calibrate.yaml").write_text("template: 'Env vocab {corpus}'\n", "utf-8")
+    monkeypatch.setenv(PROMPTS_DIR_ENV_VAR, str(tmp_path))
+
+    # Built-in, when nothing overrides it.
+    assert default_registry().entry("pointer_filter").source == "builtin"
+    # An entry point beats the built-in.
+    assert default_registry().entry("fact_extraction").source == "entry_point:fact_extraction"
+    assert _human_text(get_prompt("fact_extraction"), text="x") == "Plugin facts x"
+    assert _human_text(get_prompt("snapshot"), memories="m") == "Env index m"
+
+    # The prompt directory beats an entry point.
+    monkeypatch.setattr(prompts, "_default", None)
+    (tmp_path / "fact_extraction.yaml").write_text("template: 'Env facts {text}'\n", "utf-8")
+    assert _human_text(get_prompt("fact_extraction"), text="x") == "Env facts x"
+
+    # A prompt registered by the application beats the prompt directory.
+    default_registry().register("calibrate", "App vocab {corpus}", replace=True)
+    assert _human_text(resolve_prompt("calibrate"), corpus="c") == "App vocab c"
+
+    # A prompt given to a component beats every registered one.
+    explicit = resolve_prompt("fact_extraction", "Explicit facts {text}")
+    assert _human_text(explicit, text="x") == "Explicit facts x"
+
+
+def test_load_dir_skips_directories_with_prompt_suffixes(tmp_path: Path) -> None:
+    (tmp_path / "nested.yaml").mkdir()
+    (tmp_path / "qa.yaml").write_text("template: 'Q: {question}'\n", "utf-8")
+
+    loaded = PromptRegistry().load_dir(tmp_path)
+
+    assert [entry.name for entry in loaded] == ["qa"]
+
+
+def test_load_file_outside_the_given_root_is_refused(tmp_path: Path) -> None:
+    prompt_dir = tmp_path / "prompts"
+    prompt_dir.mkdir()
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("template: 'x {text}'\n", "utf-8")
+
+    with pytest.raises(PromptFileError, match="outside the prompt directory"):
+        PromptRegistry().load_file(prompt_dir / ".." / "outside.yaml", root=prompt_dir)
 
 
 def test_resolve_prompt_precedence() -> None:
@@ -372,6 +474,15 @@ def test_resolve_prompt_checks_explicit_override() -> None:
 
 def test_validate_ignores_names_without_contract() -> None:
     validate_prompt_variables("anything", ChatPromptTemplate.from_messages([("human", "{x}")]))
+
+
+def test_contract_names_the_variables_a_component_fills_in() -> None:
+    contract = PromptRegistry.contract("fact_extraction")
+
+    assert contract is not None
+    assert contract.required == {"text"}
+    assert contract.optional == {"context_section", "max_facts"}
+    assert PromptRegistry.contract("anything") is None
 
 
 def test_register_rejects_non_prompt_objects() -> None:
