@@ -36,6 +36,14 @@ def local_model_path() -> str:
     return str(get_model_path())
 
 
+def _quiet_transformers() -> None:
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - comes with sentence-transformers
+        return
+    transformers_logging.disable_progress_bar()
+
+
 @lru_cache(maxsize=4)
 def local_embeddings(device: str = "cpu") -> Embeddings:
     """All-MiniLM-L6-v2 embeddings loaded from the installed package, never from a hub.
@@ -58,7 +66,9 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     path = local_model_path()
+    _quiet_transformers()
     try:
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError as exc:

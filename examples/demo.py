@@ -1,71 +1,148 @@
-"""cogito-lc demo: seed sample agent memories into embedded Chroma and recall them.
+"""cogito-lc demo: seed sample agent memories, snapshot them, recall them, serve them.
 
-Runs on the embedded defaults: a Chroma directory under a temporary folder, the
-local all-MiniLM-L6-v2 model (offline), no server and no LLM.
+Runs on the embedded defaults: a fresh Chroma store in a temporary folder, the
+local all-MiniLM-L6-v2 model (offline), and a chat model only if one answers
+(Ollama on its default port, or an OpenAI-compatible endpoint from
+COGITO_FILTER_ENDPOINT / COGITO_FILTER_MODEL); without one, the LLM stages run
+their documented zero-LLM fallbacks and say so.
 
-    python examples/demo.py [--store DIR] [--k 3]
+    python examples/demo.py [--store DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from rich.console import Console
+from rich.table import Table
 
-from cogito_lc import METADATA_KEY, RecallB
+from cogito_lc import METADATA_KEY, FactExtractor, MemoryStore
+from cogito_lc.cogito_retriever import CogitoRetriever
+from cogito_lc.discovery import NEEDS, find_chat_model
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
-from cogito_lc.loaders import markdown_memories
+from cogito_lc.snapshot import SnapshotBuilder
 
 DATA = Path(__file__).resolve().parent / "data"
+console = Console(width=120)
 
 
-def shorten(text: str, width: int = 96) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+def table(title: str, docs: list[Document], expected: str) -> Table:
+    method = docs[0].metadata[METADATA_KEY].get("method", "") if docs else "-"
+    view = Table(title=f"{title}  [dim]method: {method}[/dim]", title_justify="left")
+    view.add_column("rank", justify="right")
+    view.add_column("score", justify="right")
+    view.add_column("memory (verbatim)", overflow="fold")
+    for rank, doc in enumerate(docs, start=1):
+        details = doc.metadata[METADATA_KEY]
+        mark = "[green]*[/green] " if expected in doc.page_content else ""
+        view.add_row(str(rank), f"{details.get('score', 0):.2f}", mark + doc.page_content)
+    return view
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_and_ask(store_dir: Path, question: str) -> dict[str, Any]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "COGITO_STORE_PATH": str(store_dir),
+        "COGITO_USER_ID": "demo",
+        "COGITO_PORT": str(port),
+        "HF_HUB_OFFLINE": "1",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "cogito_lc.server", "--log-level", "warning"],
+        env=env,
+        cwd=store_dir.parent,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        answer = httpx.post(f"{url}/recall_b", json={"text": question, "limit": 2}, timeout=60)
+        answer.raise_for_status()
+        return {"url": url, **answer.json()}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=None, help="Chroma directory (default: temp)")
-    parser.add_argument("--k", type=int, default=3, help="memories per question")
+    parser.add_argument("--store", type=Path, default=None, help="store folder (default: temp)")
     args = parser.parse_args()
+    found = find_chat_model()
+    llm = found.llm if found else None
+    if found:
+        console.print(
+            f"Chat model: [bold]{found.description}[/bold] (extraction, filter, snapshot)"
+        )
+    else:
+        console.print(f"[yellow]No chat model[/yellow]: {NEEDS}")
+        console.print("Stages without a model: snapshot grouping, recall filter (fallback_no_llm).")
 
     with tempfile.TemporaryDirectory(prefix="cogito-demo-") as tmp:
-        store_dir = args.store or Path(tmp) / "chroma"
-        print(f"Loading {LOCAL_MODEL_NAME} from its package (offline)...")
-        store = Chroma(
-            collection_name="cogito_demo",
-            embedding_function=local_embeddings(),
-            persist_directory=str(store_dir),
+        store_dir = args.store or Path(tmp) / "store"
+        console.print(f"Embeddings: {LOCAL_MODEL_NAME}, offline. Store: {store_dir}\n")
+        memory = MemoryStore(
+            Chroma("cogito_memory", local_embeddings(), persist_directory=str(store_dir)),
+            extractor=FactExtractor.from_llm(llm, structured_output=found.structured_output)
+            if found
+            else None,
+            scope={"user_id": "demo"},
         )
-        memories = list(markdown_memories(DATA))
-        started = time.perf_counter()
-        store.add_documents(memories, ids=[m.id for m in memories])
-        print(
-            f"Stored {len(memories)} memories from {DATA.name}/ in {store_dir} "
-            f"({time.perf_counter() - started:.1f} s)\n"
-        )
+        console.print(f"[bold]seed[/bold] {DATA}: {memory.seed(DATA, progress=False)}")
 
-        retriever = RecallB(vectorstore=store, k=args.k)
-        retriever.invoke("warm up")
+        snapshot = SnapshotBuilder.from_llm(llm).build(memory, rebuild=True)
+        head = "\n".join(snapshot.text.splitlines()[:8])
+        console.print(f"\n[bold]snapshot[/bold] ({snapshot.method}, {snapshot.sampled} memories):")
+        console.print(head + "\n...\n", markup=False)
+
         questions = json.loads((DATA / "questions.json").read_text())
-        for case in questions:
-            started = time.perf_counter()
-            docs = retriever.invoke(case["question"])
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            method = docs[0].metadata[METADATA_KEY]["method"] if docs else "-"
-            print(f"Q: {case['question']}   [{method}, {elapsed_ms:.0f} ms]")
-            for doc in docs:
-                details = doc.metadata[METADATA_KEY]
-                marker = "*" if case["expected_substring"] in doc.page_content else " "
-                text = shorten(doc.page_content)
-                print(f"  {marker}{details['rank']}. {details['score']:.2f}  {text}")
-            print()
-        print("* marks the memory that answers the question; text is returned verbatim.")
+        recall_b = memory.as_retriever(k=3)
+        for case in questions[:4]:
+            console.print(
+                table(
+                    f"recall_b: {case['question']}",
+                    recall_b.invoke(case["question"]),
+                    case["expected_substring"],
+                )
+            )
+        recall = CogitoRetriever.from_llm(memory.as_retriever(k=100), llm, k=3)
+        for case in questions[4:7]:
+            console.print(
+                table(
+                    f"recall: {case['question']}",
+                    recall.invoke(case["question"]),
+                    case["expected_substring"],
+                )
+            )
+        console.print("[green]*[/green] marks the memory that answers the question.\n")
+
+        reply = serve_and_ask(store_dir, questions[0]["question"])
+        console.print(f"[bold]HTTP[/bold] POST {reply.pop('url')}/recall_b ->")
+        console.print_json(data=reply)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""How the CLI reaches the memory: in process on the embedded store, or over HTTP.
+
+Both paths speak the service's HTTP API, so they answer with the same shapes:
+without ``--server`` the app runs in process on the store the configuration
+names (no server, no port); with ``--server URL`` requests go to that server.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+import httpx
+
+__all__ = ["ApiClient", "CliError"]
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 4
+
+
+class CliError(Exception):
+    """A failure the CLI reports as one line and an exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase
+    if isinstance(body, dict):
+        errors = body.get("errors")
+        if isinstance(errors, list) and errors:
+            return "; ".join(
+                f"{e.get('field', '?')}: {e.get('message', '')}"
+                for e in errors
+                if isinstance(e, dict)
+            )
+        return str(body.get("detail") or body.get("error") or body)
+    return str(body)
+
+
+class ApiClient:
+    """A thin client of the memory service's HTTP API."""
+
+    def __init__(self, http: Any, where: str, headers: dict[str, str] | None = None) -> None:
+        self._http = http
+        self.where = where
+        self._headers = headers or {}
+
+    @classmethod
+    def remote(cls, url: str, *, token: str | None, user: str | None) -> ApiClient:
+        """A client of the server at ``url``."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if user:
+            headers["X-Cogito-User"] = user
+        http = httpx.Client(base_url=url.rstrip("/"), timeout=httpx.Timeout(120.0, connect=5.0))
+        return cls(http, url, headers)
+
+    @classmethod
+    def local(cls, app: Any, *, token: str | None) -> ApiClient:
+        """A client of ``app`` running in this process (lifespan included)."""
+        from fastapi.testclient import TestClient
+
+        http = TestClient(app, raise_server_exceptions=False)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return cls(http, "the embedded store", headers)
+
+    def __enter__(self) -> ApiClient:
+        if isinstance(self._http, AbstractContextManager):
+            self._http.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if isinstance(self._http, AbstractContextManager):
+            self._http.__exit__(*exc)
+
+    @property
+    def app(self) -> Any | None:
+        """The in-process app, or None for a remote server."""
+        return getattr(self._http, "app", None)
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any
+    ) -> Any:
+        """Send one request; return the JSON answer or raise a one-line :class:`CliError`."""
+        try:
+            response = self._http.request(
+                method, path, json=body, params=params or None, headers=self._headers
+            )
+        except httpx.ConnectError:
+            msg = (
+                f"no cogito-lc server answers at {self.where}; start one with "
+                "`cogito-lc serve` or drop --server to use the embedded store."
+            )
+            raise CliError(msg) from None
+        except httpx.TimeoutException:
+            msg = f"the server at {self.where} did not answer in time."
+            raise CliError(msg) from None
+        if response.status_code == 404:
+            msg_0 = f"not found: {_detail(response)}"
+            raise CliError(msg_0, EXIT_NOT_FOUND)
+        if response.status_code in {400, 413, 422}:
+            msg_0 = f"bad input: {_detail(response)}"
+            raise CliError(msg_0, EXIT_USAGE)
+        if response.status_code == 401:
+            msg = "the server wants a token: pass --token or set COGITO_API_TOKEN."
+            raise CliError(msg)
+        if response.status_code >= 400:
+            msg_0 = f"{response.status_code} from {self.where}: {_detail(response)}"
+            raise CliError(msg_0)
+        return response.json()
