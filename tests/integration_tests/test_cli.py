@@ -51,12 +51,18 @@ def test_embedded_store_seed_store_recall_and_health(env: dict[str, str], tmp_pa
     again = cli("seed", str(EXAMPLES_DATA), "--dry-run", env=env, cwd=tmp_path)
     assert "would store 0, skipped 57" in again.stdout
 
-    stored = cli("store", "The staging database password rotates every 30 days.", "--raw",
-                 env=env, cwd=tmp_path)
+    stored = cli(
+        "store",
+        "The staging database password rotates every 30 days.",
+        "--raw",
+        env=env,
+        cwd=tmp_path,
+    )
     memory_id = json.loads(stored.stdout)["id"]
 
-    recalled = cli("recall-b", "how often does the staging password rotate", "--raw",
-                   env=env, cwd=tmp_path)
+    recalled = cli(
+        "recall-b", "how often does the staging password rotate", "--raw", env=env, cwd=tmp_path
+    )
     answer = json.loads(recalled.stdout)
     assert answer["memories"][0]["id"] == memory_id
     assert answer["method"].startswith("decompose_")
@@ -91,8 +97,7 @@ def test_errors_are_one_line_with_documented_exit_codes(
     assert "is not a directory" in missing.stderr
     assert "Traceback" not in missing.stderr
 
-    no_server = cli("--server", "http://127.0.0.1:9", "health", env=env, cwd=tmp_path,
-                    check=False)
+    no_server = cli("--server", "http://127.0.0.1:9", "health", env=env, cwd=tmp_path, check=False)
     assert no_server.returncode == 1
     assert "no cogito-lc server answers at http://127.0.0.1:9" in no_server.stderr
     assert len(no_server.stderr.strip().splitlines()) == 1

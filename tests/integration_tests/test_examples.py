@@ -1,0 +1,90 @@
+"""Every example runs: offline ones as they are, model ones against the local llama.cpp server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration_tests.llm_server import LlamaServer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# An address where nothing listens, so examples never find a developer's Ollama.
+NO_OLLAMA = "http://127.0.0.1:9"
+
+
+def run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script} exited {done.returncode}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COGITO_", "OPENAI_"))}
+    return {**env, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "OLLAMA_HOST": NO_OLLAMA}
+
+
+@pytest.fixture
+def model_env(offline_env: dict[str, str], llama_server: LlamaServer) -> dict[str, str]:
+    return {
+        **offline_env,
+        "COGITO_FILTER_ENDPOINT": llama_server.base_url,
+        "COGITO_FILTER_MODEL": llama_server.model,
+        "COGITO_STRUCTURED_OUTPUT": "json_object",
+    }
+
+
+def test_quickstart(offline_env: dict[str, str]) -> None:
+    out = run("quickstart.py", offline_env).stdout
+    assert out.splitlines()[0].startswith("auth | Auth tokens expire after 3600 seconds")
+
+
+def test_custom_prompts(offline_env: dict[str, str]) -> None:
+    out = run("custom_prompts.py", offline_env).stdout
+    assert "List the billing facts" in out
+    assert "version billing-2" in out
+
+
+def test_demo_without_a_model(offline_env: dict[str, str]) -> None:
+    out = run("demo.py", offline_env).stdout
+    assert "No chat model" in out
+    assert "57 chunks: stored 57" in out
+    assert "grouped|fallback_no_llm" in out
+    assert "fallback_no_llm" in out
+    assert '"method": "decompose_' in out
+
+
+def test_agent_memory_loop_without_a_model(offline_env: dict[str, str]) -> None:
+    out = run("agent_memory_loop.py", offline_env).stdout
+    last_turn = out.split("turn 3:")[1]
+    assert "integer cents" in last_turn.split("answer:")[0]
+
+
+@pytest.mark.requires_llm
+def test_agent_memory_loop_with_the_local_model(model_env: dict[str, str]) -> None:
+    out = run("agent_memory_loop.py", model_env).stdout
+    assert "model: " in out
+    assert out.count("stored ") == 3
+
+
+@pytest.mark.requires_llm
+def test_fact_extraction_example(model_env: dict[str, str]) -> None:
+    out = run("memory/fact_extraction.py", model_env).stdout
+    assert "method: structured" in out
+
+
+@pytest.mark.requires_llm
+def test_rag_chain_example(model_env: dict[str, str]) -> None:
+    done = run("rag_chain.py", model_env)
+    assert done.stdout.strip()
