@@ -6,18 +6,36 @@ first retrieved item whose ``dia_id`` is in its evidence. Two retrieval units:
 ``turns`` (each dialogue turn as ``Speaker: text``) and ``facts`` (each
 ``observation`` entry, which cites the turn it came from).
 
+The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
+model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
+
+- ``ollama``: Ollama at ``$OLLAMA_HOST`` (default ``http://localhost:11434``) with the
+  model ``$COGITO_OLLAMA_MODEL`` (default ``qwen2.5:3b``);
+- an ``http(s)://`` base URL of an OpenAI-compatible endpoint, with the model in
+  ``$COGITO_FILTER_MODEL`` (or ``$OPENAI_MODEL``) and the key, if any, in
+  ``$COGITO_FILTER_TOKEN`` (or ``$OPENAI_API_KEY``);
+- ``llama-cpp``: start llama-cpp-python's server on loopback with the packaged
+  Gemma 3 270M, as the integration tests do;
+- ``none``: no model (every run is ``fallback_no_llm``; measures the two-stage path).
+
 Usage:
     python benchmarks/locomo.py [PATH] [--units turns facts] [--out FILE]
+    python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
+        --conversations 2 --questions 20 --units facts
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import json
+import os
 import platform
 import resource
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -27,13 +45,14 @@ from typing import Any
 
 import bm25s
 from langchain_chroma import Chroma
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr
 
 from cogito_lc import RecallB, __version__
+from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +60,8 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "locomo.json"
 TOP_K = 10
 EXCLUDED_CATEGORY = 5
+FILTER_MAX_TOKENS = 256
+LLAMA_CPP_CONTEXT = 4096
 
 
 def split_ids(raw: Any) -> set[str]:
@@ -152,13 +173,17 @@ class VectorRetriever(BaseRetriever):
 
 
 def build_methods(
-    store: Chroma, docs: list[Document], recall_b_options: dict[str, Any]
+    store: Chroma,
+    docs: list[Document],
+    recall_b_options: dict[str, Any],
+    only: set[str],
+    cogito: CogitoSetup | None,
 ) -> dict[str, BaseRetriever]:
     from langchain_classic.retrievers import EnsembleRetriever
 
     vector = VectorRetriever(store=store)
     bm25 = BM25SRetriever(documents=docs)
-    return {
+    methods: dict[str, BaseRetriever] = {
         "vector": vector,
         "bm25": bm25,
         "ensemble": EnsembleRetriever(retrievers=[bm25, vector], weights=[0.5, 0.5]),
@@ -167,6 +192,30 @@ def build_methods(
             vectorstore=store, k=TOP_K, **{"subquery_vectors": "batch", **recall_b_options}
         ),
     }
+    if cogito is not None and "cogito" in only:
+        stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
+        methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
+    return methods
+
+
+@dataclass
+class CogitoSetup:
+    """The filter model and options of the opt-in two-stage method."""
+
+    llm: Any
+    label: str
+    options: dict[str, Any]
+
+
+class MethodTags(BaseCallbackHandler):
+    """Collects the method tag of every CogitoRetriever run."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == RETRIEVAL_EVENT:
+            self.last = data
 
 
 @dataclass
@@ -175,8 +224,10 @@ class Tally:
 
     ranks: list[int | None] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    tags: collections.Counter[str] = field(default_factory=collections.Counter)
+    filter_tags: collections.Counter[str] = field(default_factory=collections.Counter)
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, Any]:
         n = len(self.ranks)
 
         def recall_at(cut: int) -> float:
@@ -191,6 +242,8 @@ class Tally:
             "MRR": round(sum(1 / r for r in self.ranks if r is not None) / n, 3),
             "p50_ms": round(statistics.median(lat), 2),
             "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2),
+            **({"filter_tags": dict(self.filter_tags.most_common())} if self.filter_tags else {}),
+            **({"tags": dict(self.tags.most_common())} if self.tags else {}),
         }
 
 
@@ -219,24 +272,34 @@ def run_unit(
     embeddings: Embeddings,
     recall_b_options: dict[str, Any],
     only: set[str] | None,
+    cogito: CogitoSetup | None = None,
+    max_questions: int | None = None,
 ) -> dict[str, Tally]:
     tallies: dict[str, Tally] = {}
     for sample in samples:
         data = build_unit(sample, unit)
+        questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
-        methods = build_methods(store, data.documents, recall_b_options)
+        methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
         for name, retriever in methods.items():
             if only and name not in only:
                 continue
             retriever.invoke("warm up")
             tally = tallies.setdefault(name, Tally())
-            for question, evidence in data.questions:
-                docs, ms = timed(lambda q=question, r=retriever: r.invoke(q))
+            tags = MethodTags()
+            for question, evidence in questions:
+                tags.last = None
+                docs, ms = timed(
+                    lambda q=question, r=retriever, t=tags: r.invoke(q, {"callbacks": [t]})
+                )
                 tally.ranks.append(first_hit(docs, evidence))
                 tally.latencies_ms.append(ms)
+                if tags.last is not None:
+                    tally.tags[tags.last["method"]] += 1
+                    tally.filter_tags[tags.last["filter_method"]] += 1
         store.delete_collection()
         print(
-            f"  {unit}: {sample.get('sample_id')} done ({len(data.questions)} questions)",
+            f"  {unit}: {sample.get('sample_id')} done ({len(questions)} questions)",
             file=sys.stderr,
         )
     return tallies
@@ -251,6 +314,12 @@ def print_table(unit: str, results: dict[str, dict[str, float]]) -> None:
             f"| {name} | {row['R@1']:.3f} | {row['R@5']:.3f} | {row['R@10']:.3f} | "
             f"{row['MRR']:.3f} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} |"
         )
+    tagged = {name: row["filter_tags"] for name, row in results.items() if "filter_tags" in row}
+    if tagged:
+        print("\n| method | stage-2 method tags (count) |")
+        print("|---|---|")
+        for name, counts in tagged.items():
+            print(f"| {name} | {', '.join(f'{tag}: {n}' for tag, n in counts.items())} |")
 
 
 def iter_samples(path: Path, limit: int | None) -> Iterator[dict[str, Any]]:
@@ -274,16 +343,97 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--methods",
         nargs="+",
         default=None,
-        help="only these methods (vector bm25 ensemble recall_b recall_b_batch)",
+        help="only these methods (vector bm25 ensemble recall_b recall_b_batch; "
+        "cogito is opt-in and needs --llm)",
     )
     parser.add_argument(
         "--conversations", type=int, default=None, help="only the first N conversations"
+    )
+    parser.add_argument(
+        "--questions", type=int, default=None, help="only the first N questions per conversation"
+    )
+    parser.add_argument(
+        "--llm",
+        default=None,
+        help="filter model for cogito: 'ollama' (model in $COGITO_OLLAMA_MODEL), an "
+        "OpenAI-compatible base URL (model in $COGITO_FILTER_MODEL), 'llama-cpp' (start the "
+        "local llama.cpp server with the packaged Gemma 3 270M) or 'none'",
+    )
+    parser.add_argument(
+        "--cogito",
+        default="{}",
+        help="CogitoRetriever/PointerFilter options as JSON, e.g. "
+        '\'{"filter_when": "low_confidence", "timeout": 30}\'',
     )
     parser.add_argument(
         "--recall-b", default="{}", help="RecallB options as JSON, e.g. '{\"cosine_weight\": 0.8}'"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser.parse_args(argv)
+
+
+def ollama_chat_model() -> Any:
+    from langchain_ollama import ChatOllama
+
+    host = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+    if not host.startswith(("http://", "https://")):
+        host = f"http://{host}"
+    model = os.environ.get("COGITO_OLLAMA_MODEL", "qwen2.5:3b")
+    return ChatOllama(model=model, base_url=host, temperature=0, num_predict=FILTER_MAX_TOKENS)
+
+
+def openai_compatible_chat_model(base_url: str, model: str | None = None) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    model = model or os.environ.get("COGITO_FILTER_MODEL") or os.environ.get("OPENAI_MODEL")
+    if not model:
+        msg = "--llm with a URL needs the model name in $COGITO_FILTER_MODEL."
+        raise SystemExit(msg)
+    api_key = os.environ.get("COGITO_FILTER_TOKEN") or os.environ.get("OPENAI_API_KEY") or "unused"
+    # llama-cpp-python reads max_tokens, not the max_completion_tokens langchain-openai sends.
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=0,
+        max_tokens=FILTER_MAX_TOKENS,
+        max_retries=0,
+        extra_body={"max_tokens": FILTER_MAX_TOKENS},
+    )
+
+
+def llama_cpp_server(stack: contextlib.ExitStack) -> Any:
+    sys.path.insert(0, str(ROOT))
+    from tests.integration_tests.llm_server import start_llama_server
+
+    log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-llama-")))
+    server = start_llama_server(log_dir, n_ctx=LLAMA_CPP_CONTEXT)
+    stack.callback(server.stop)
+    print(f"  llama.cpp server with {server.model} at {server.base_url}", file=sys.stderr)
+    return server
+
+
+def cogito_setup(args: argparse.Namespace, stack: contextlib.ExitStack) -> CogitoSetup | None:
+    if "cogito" not in (args.methods or []):
+        return None
+    options = json.loads(args.cogito)
+    spec = args.llm or "none"
+    if spec == "none":
+        print("  cogito without a filter model: every run is fallback_no_llm", file=sys.stderr)
+        return CogitoSetup(None, "none", options)
+    if spec == "ollama":
+        llm = ollama_chat_model()
+        return CogitoSetup(llm, f"ollama:{llm.model}", options)
+    if spec == "llama-cpp":
+        server = llama_cpp_server(stack)
+        llm = openai_compatible_chat_model(server.base_url, server.model)
+        options.setdefault("structured_output", "json_object")
+        return CogitoSetup(llm, f"llama-cpp:{server.model}", options)
+    if spec.startswith(("http://", "https://")):
+        llm = openai_compatible_chat_model(spec)
+        return CogitoSetup(llm, f"{spec}:{llm.model_name}", options)
+    msg = f"--llm must be ollama, llama-cpp, none or an http(s) URL, got {spec!r}."
+    raise SystemExit(msg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -297,25 +447,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     samples = list(iter_samples(args.data, args.conversations))
     embeddings = local_embeddings()
     options = json.loads(args.recall_b)
-    report: dict[str, Any] = {
-        "data": str(args.data),
-        "conversations": len(samples),
-        "top_k": TOP_K,
-        "embeddings": LOCAL_MODEL_NAME,
-        "cogito_lc": __version__,
-        "recall_b_options": options,
-        "machine": {
-            "cpus": __import__("os").cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
-        "units": {},
-    }
-    for unit in args.units:
-        tallies = run_unit(samples, unit, embeddings, options, set(args.methods or []))
-        results = {name: tally.summary() for name, tally in tallies.items()}
-        report["units"][unit] = results
-        print_table(unit, results)
+    with contextlib.ExitStack() as stack:
+        cogito = cogito_setup(args, stack)
+        report: dict[str, Any] = {
+            "data": str(args.data),
+            "conversations": len(samples),
+            "questions_per_conversation": args.questions,
+            "top_k": TOP_K,
+            "embeddings": LOCAL_MODEL_NAME,
+            "cogito_lc": __version__,
+            "recall_b_options": options,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+            },
+            "units": {},
+        }
+        if cogito is not None:
+            report["cogito"] = {"llm": cogito.label, "options": cogito.options}
+        for unit in args.units:
+            tallies = run_unit(
+                samples,
+                unit,
+                embeddings,
+                options,
+                set(args.methods or []),
+                cogito,
+                args.questions,
+            )
+            results = {name: tally.summary() for name, tally in tallies.items()}
+            report["units"][unit] = results
+            print_table(unit, results)
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(f"\npeak RSS: {report['peak_rss_mb']} MB")
     args.out.parent.mkdir(parents=True, exist_ok=True)

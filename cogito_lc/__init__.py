@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib import metadata as _importlib_metadata
 
+from cogito_lc.calibrate import CalibrationResult, VocabCalibrator
+from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.decompose import Decomposition, decompose_query
 from cogito_lc.fact_extractor import (
     Fact,
@@ -24,10 +26,18 @@ from cogito_lc.llm_extractor import (
 )
 from cogito_lc.memory_store import AddResult, MemoryNotFoundError, MemoryStore
 from cogito_lc.metadata import METADATA_KEY
+from cogito_lc.pointer_filter import (
+    FILTER_EVENT,
+    FilterMethod,
+    FilterResult,
+    PointerFilter,
+    PointerFilterBuilder,
+)
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from cogito_lc.recall_b import RecallB
 from cogito_lc.scope import Scope
 from cogito_lc.seed import SeedSummary
+from cogito_lc.snapshot import Snapshot, SnapshotBuilder, load_snapshot
 from cogito_lc.vector_cache import VectorCache
 
 try:
@@ -37,9 +47,13 @@ except _importlib_metadata.PackageNotFoundError:  # pragma: no cover - uninstall
 
 __all__ = [
     "EXTRACTION_EVENT",
+    "FILTER_EVENT",
     "METADATA_KEY",
+    "RETRIEVAL_EVENT",
     "AddResult",
     "Bm25Index",
+    "CalibrationResult",
+    "CogitoRetriever",
     "Decomposition",
     "ExtractionMethod",
     "ExtractionResult",
@@ -48,19 +62,27 @@ __all__ = [
     "FactExtractor",
     "FactExtractorBuilder",
     "FactKind",
+    "FilterMethod",
+    "FilterResult",
     "LlmExtractor",
     "LlmExtractorBuilder",
     "MemoryNotFoundError",
     "MemoryStore",
+    "PointerFilter",
+    "PointerFilterBuilder",
     "PromptRegistry",
     "PromptVariablesError",
     "RecallB",
     "Scope",
     "SeedSummary",
+    "Snapshot",
+    "SnapshotBuilder",
     "StructuredOutputMode",
     "VectorCache",
+    "VocabCalibrator",
     "__version__",
     "decompose_query",
     "document_key",
+    "load_snapshot",
     "reciprocal_rank_fusion",
 ]

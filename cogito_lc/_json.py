@@ -280,7 +280,7 @@ def _decode_first(text: str, openers: str) -> Any:
 
 
 def _decode_at(text: str, start: int) -> tuple[Any, json.JSONDecodeError | None]:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_bounded_int)
     try:
         return decoder.raw_decode(text, start)[0], None
     except json.JSONDecodeError as exc:
@@ -289,6 +289,17 @@ def _decode_at(text: str, start: int) -> tuple[Any, json.JSONDecodeError | None]
         return decoder.raw_decode(remove_trailing_commas(text[start:]))[0], None
     except json.JSONDecodeError:
         return _MISSING, error
+
+
+_MAX_INT_DIGITS = 4000  # below Python's int-conversion limit (4300 digits)
+
+
+def _bounded_int(literal: str) -> int | float:
+    """An int, or ``inf`` for a literal too long to convert (it is out of any range)."""
+    digits = literal.lstrip("-")
+    if len(digits) > _MAX_INT_DIGITS:
+        return float("-inf") if literal.startswith("-") else float("inf")
+    return int(literal)
 
 
 def _looks_cut_off(text: str, start: int, error: json.JSONDecodeError) -> bool:

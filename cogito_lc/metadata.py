@@ -15,4 +15,13 @@ For :class:`~cogito_lc.RecallB` it holds ``score`` (the blended score the
 documents are ordered by), ``cosine`` (similarity to the original query),
 ``rrf`` (the fused reciprocal-rank score), ``rank`` (1-based) and ``method``
 (for example ``decompose_6_v``).
+
+:class:`~cogito_lc.pointer_filter.PointerFilter` returns the documents it was given
+(the same objects) and writes into this dict, in place, ``filter_method`` (for
+example ``filter`` or ``fallback_timeout``) and ``filter_rank`` (the 1-based
+position in the model's answer, ``None`` when not ranked by it); it adds the dict
+when a document has none and touches no other key.
+:class:`~cogito_lc.cogito_retriever.CogitoRetriever` sets ``method`` to the tag of
+the whole run, stage 1's and stage 2's joined by ``|`` (for example
+``decompose_6_v|filter`` or ``decompose_6|skipped_confident``).
 """

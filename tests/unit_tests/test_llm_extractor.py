@@ -978,3 +978,11 @@ def test_module_examples_run(module_name: str) -> None:
     module = importlib.import_module(module_name)
     for example in _EXAMPLE.findall(inspect.getdoc(module) or ""):
         exec(compile(textwrap.dedent(example), f"<{module_name} example>", "exec"), {})  # noqa: S102
+
+
+def test_huge_integer_in_the_reply_does_not_escape_as_an_exception() -> None:
+    from cogito_lc._json import extract_json
+
+    value = extract_json("[" + "9" * 5000 + ", 2]")
+    assert value[1] == 2
+    assert value[0] == float("inf")
