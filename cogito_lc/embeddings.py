@@ -41,7 +41,7 @@ def _quiet_transformers() -> None:
         from transformers.utils import logging as transformers_logging
     except ImportError:  # pragma: no cover - comes with sentence-transformers
         return
-    transformers_logging.disable_progress_bar()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @lru_cache(maxsize=4)

@@ -1,0 +1,1 @@
+"""Benchmarks shipped with the package (``cogito-lc bench ...``); need the ``bench`` extra."""

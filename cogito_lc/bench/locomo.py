@@ -1,0 +1,496 @@
+"""LoCoMo retrieval benchmark: vector search, BM25, EnsembleRetriever and RecallB side by side.
+
+Each conversation gets its own embedded Chroma collection (all-MiniLM-L6-v2,
+loaded offline). A question (category 5 excluded) is scored by the rank of the
+first retrieved item whose ``dia_id`` is in its evidence. Two retrieval units:
+``turns`` (each dialogue turn as ``Speaker: text``) and ``facts`` (each
+``observation`` entry, which cites the turn it came from).
+
+The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
+model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
+
+- ``ollama``: Ollama at ``$OLLAMA_HOST`` (default ``http://localhost:11434``) with the
+  model ``$COGITO_OLLAMA_MODEL`` (default ``qwen2.5:3b``);
+- an ``http(s)://`` base URL of an OpenAI-compatible endpoint, with the model in
+  ``$COGITO_FILTER_MODEL`` (or ``$OPENAI_MODEL``) and the key, if any, in
+  ``$COGITO_FILTER_TOKEN`` (or ``$OPENAI_API_KEY``);
+- ``llama-cpp``: start llama-cpp-python's server on loopback with the packaged
+  Gemma 3 270M, as the integration tests do;
+- ``none``: no model (every run is ``fallback_no_llm``; measures the two-stage path).
+
+Usage:
+    python benchmarks/locomo.py [PATH] [--units turns facts] [--out FILE]
+    python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
+        --conversations 2 --questions 20 --units facts
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import bm25s
+from langchain_chroma import Chroma
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, PrivateAttr
+
+from cogito_lc import RecallB, __version__
+from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
+
+DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
+"""The development split, relative to the repository root the benchmark runs from."""
+DEFAULT_OUT = Path("benchmarks/results/locomo.json")
+TOP_K = 10
+EXCLUDED_CATEGORY = 5
+FILTER_MAX_TOKENS = 256
+LLAMA_CPP_CONTEXT = 4096
+
+
+def split_ids(raw: Any) -> set[str]:
+    """Normalise a ``dia_id`` field (a string, a ``;``/``,`` separated list, or a list)."""
+    items = raw if isinstance(raw, list) else [raw]
+    ids: set[str] = set()
+    for item in items:
+        for part in str(item).replace(",", ";").split(";"):
+            if part.strip():
+                ids.add(part.strip())
+    return ids
+
+
+@dataclass
+class Unit:
+    """One retrieval unit of one conversation: its documents and scorable questions."""
+
+    documents: list[Document]
+    questions: list[tuple[str, set[str]]] = field(default_factory=list)
+
+
+def turn_documents(conversation: dict[str, Any]) -> list[Document]:
+    docs: list[Document] = []
+    for key, turns in conversation.items():
+        if not key.startswith("session_") or not isinstance(turns, list):
+            continue
+        date = conversation.get(f"{key}_date_time", "")
+        docs.extend(
+            Document(
+                page_content=f"{turn['speaker']}: {turn['text']}",
+                metadata={"dia_id": turn["dia_id"], "session": key, "date": date},
+                id=f"turn-{turn['dia_id']}",
+            )
+            for turn in turns
+        )
+    return docs
+
+
+def fact_documents(observation: dict[str, Any]) -> list[Document]:
+    docs: list[Document] = []
+    for session, speakers in observation.items():
+        for speaker, facts in speakers.items():
+            for fact, dia_id in facts:
+                docs.append(
+                    Document(
+                        page_content=fact,
+                        metadata={
+                            "dia_id": ";".join(sorted(split_ids(dia_id))),
+                            "session": session,
+                            "speaker": speaker,
+                        },
+                        id=f"fact-{len(docs)}",
+                    )
+                )
+    return docs
+
+
+def build_unit(sample: dict[str, Any], unit: str) -> Unit:
+    if unit == "turns":
+        docs = turn_documents(sample["conversation"])
+    else:
+        docs = fact_documents(sample["observation"])
+    covered = set().union(*(split_ids(d.metadata["dia_id"]) for d in docs))
+    questions = []
+    for qa in sample["qa"]:
+        evidence = split_ids(qa.get("evidence", []))
+        if qa.get("category") != EXCLUDED_CATEGORY and evidence & covered:
+            questions.append((qa["question"], evidence))
+    return Unit(documents=docs, questions=questions)
+
+
+class BM25SRetriever(BaseRetriever):
+    """BM25 (bm25s) over a fixed corpus, the benchmark's lexical baseline."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    documents: list[Document]
+    k: int = TOP_K
+    _index: Any = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._index = bm25s.BM25()
+        tokens = bm25s.tokenize(
+            [d.page_content for d in self.documents], stopwords="en", show_progress=False
+        )
+        self._index.index(tokens, show_progress=False)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        words = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+        if not words:
+            return []
+        scores = self._index.get_scores(words)
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])[: self.k]
+        return [self.documents[i] for i in order if scores[i] > 0]
+
+
+class VectorRetriever(BaseRetriever):
+    """Plain top-k vector search on the Chroma store."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    store: Chroma
+    k: int = TOP_K
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.store.similarity_search(query, k=self.k)
+
+
+def build_methods(
+    store: Chroma,
+    docs: list[Document],
+    recall_b_options: dict[str, Any],
+    only: set[str],
+    cogito: CogitoSetup | None,
+) -> dict[str, BaseRetriever]:
+    from langchain_classic.retrievers import EnsembleRetriever
+
+    vector = VectorRetriever(store=store)
+    bm25 = BM25SRetriever(documents=docs)
+    methods: dict[str, BaseRetriever] = {
+        "vector": vector,
+        "bm25": bm25,
+        "ensemble": EnsembleRetriever(retrievers=[bm25, vector], weights=[0.5, 0.5]),
+        "recall_b": RecallB(vectorstore=store, k=TOP_K, **recall_b_options),
+        "recall_b_batch": RecallB(
+            vectorstore=store, k=TOP_K, **{"subquery_vectors": "batch", **recall_b_options}
+        ),
+    }
+    if cogito is not None and "cogito" in only:
+        stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
+        methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
+    return methods
+
+
+@dataclass
+class CogitoSetup:
+    """The filter model and options of the opt-in two-stage method."""
+
+    llm: Any
+    label: str
+    options: dict[str, Any]
+
+
+class MethodTags(BaseCallbackHandler):
+    """Collects the method tag of every CogitoRetriever run."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == RETRIEVAL_EVENT:
+            self.last = data
+
+
+@dataclass
+class Tally:
+    """Ranks and latencies of one method on one unit."""
+
+    ranks: list[int | None] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    tags: collections.Counter[str] = field(default_factory=collections.Counter)
+    filter_tags: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.ranks)
+
+        def recall_at(cut: int) -> float:
+            return sum(1 for r in self.ranks if r is not None and r <= cut) / n
+
+        lat = sorted(self.latencies_ms)
+        return {
+            "questions": n,
+            "R@1": round(recall_at(1), 3),
+            "R@5": round(recall_at(5), 3),
+            "R@10": round(recall_at(10), 3),
+            "MRR": round(sum(1 / r for r in self.ranks if r is not None) / n, 3),
+            "p50_ms": round(statistics.median(lat), 2),
+            "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2),
+            **({"filter_tags": dict(self.filter_tags.most_common())} if self.filter_tags else {}),
+            **({"tags": dict(self.tags.most_common())} if self.tags else {}),
+        }
+
+
+def first_hit(docs: Sequence[Document], evidence: set[str]) -> int | None:
+    for rank, doc in enumerate(docs[:TOP_K], start=1):
+        if split_ids(doc.metadata.get("dia_id", "")) & evidence:
+            return rank
+    return None
+
+
+def timed(fn: Callable[[], list[Document]]) -> tuple[list[Document], float]:
+    start = time.perf_counter()
+    docs = fn()
+    return docs, (time.perf_counter() - start) * 1000
+
+
+def make_store(embeddings: Embeddings, docs: list[Document]) -> Chroma:
+    store = Chroma(collection_name=f"locomo-{uuid.uuid4().hex[:12]}", embedding_function=embeddings)
+    store.add_documents(docs, ids=[d.id for d in docs])
+    return store
+
+
+def run_unit(
+    samples: list[dict[str, Any]],
+    unit: str,
+    embeddings: Embeddings,
+    recall_b_options: dict[str, Any],
+    only: set[str] | None,
+    cogito: CogitoSetup | None = None,
+    max_questions: int | None = None,
+) -> dict[str, Tally]:
+    tallies: dict[str, Tally] = {}
+    for sample in samples:
+        data = build_unit(sample, unit)
+        questions = data.questions[:max_questions] if max_questions else data.questions
+        store = make_store(embeddings, data.documents)
+        methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
+        for name, retriever in methods.items():
+            if only and name not in only:
+                continue
+            retriever.invoke("warm up")
+            tally = tallies.setdefault(name, Tally())
+            tags = MethodTags()
+            for question, evidence in questions:
+                tags.last = None
+                config: RunnableConfig = {"callbacks": [tags]}
+                docs, ms = timed(partial(retriever.invoke, question, config))
+                tally.ranks.append(first_hit(docs, evidence))
+                tally.latencies_ms.append(ms)
+                if tags.last is not None:
+                    tally.tags[tags.last["method"]] += 1
+                    tally.filter_tags[tags.last["filter_method"]] += 1
+        store.delete_collection()
+        print(
+            f"  {unit}: {sample.get('sample_id')} done ({len(questions)} questions)",
+            file=sys.stderr,
+        )
+    return tallies
+
+
+def print_table(unit: str, results: dict[str, dict[str, Any]]) -> None:
+    print(f"\nUnit = {unit} ({next(iter(results.values()))['questions']} questions)\n")
+    print("| method | R@1 | R@5 | R@10 | MRR | p50 ms | p95 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for name, row in results.items():
+        print(
+            f"| {name} | {row['R@1']:.3f} | {row['R@5']:.3f} | {row['R@10']:.3f} | "
+            f"{row['MRR']:.3f} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} |"
+        )
+    tagged = {name: row["filter_tags"] for name, row in results.items() if "filter_tags" in row}
+    if tagged:
+        print("\n| method | stage-2 method tags (count) |")
+        print("|---|---|")
+        for name, counts in tagged.items():
+            print(f"| {name} | {', '.join(f'{tag}: {n}' for tag, n in counts.items())} |")
+
+
+def iter_samples(path: Path, limit: int | None) -> Iterator[dict[str, Any]]:
+    samples = json.loads(path.read_text())
+    yield from samples[:limit] if limit else samples
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "data",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="LoCoMo JSON file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--units", nargs="+", choices=["turns", "facts"], default=["turns", "facts"]
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help="only these methods (vector bm25 ensemble recall_b recall_b_batch; "
+        "cogito is opt-in and needs --llm)",
+    )
+    parser.add_argument(
+        "--conversations", type=int, default=None, help="only the first N conversations"
+    )
+    parser.add_argument(
+        "--questions", type=int, default=None, help="only the first N questions per conversation"
+    )
+    parser.add_argument(
+        "--llm",
+        default=None,
+        help="filter model for cogito: 'ollama' (model in $COGITO_OLLAMA_MODEL), an "
+        "OpenAI-compatible base URL (model in $COGITO_FILTER_MODEL), 'llama-cpp' (start the "
+        "local llama.cpp server with the packaged Gemma 3 270M) or 'none'",
+    )
+    parser.add_argument(
+        "--cogito",
+        default="{}",
+        help="CogitoRetriever/PointerFilter options as JSON, e.g. "
+        '\'{"filter_when": "low_confidence", "timeout": 30}\'',
+    )
+    parser.add_argument(
+        "--recall-b", default="{}", help="RecallB options as JSON, e.g. '{\"cosine_weight\": 0.8}'"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    return parser.parse_args(argv)
+
+
+def ollama_chat_model() -> Any:
+    from langchain_ollama import ChatOllama
+
+    host = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+    if not host.startswith(("http://", "https://")):
+        host = f"http://{host}"
+    model = os.environ.get("COGITO_OLLAMA_MODEL", "qwen2.5:3b")
+    return ChatOllama(model=model, base_url=host, temperature=0, num_predict=FILTER_MAX_TOKENS)
+
+
+def openai_compatible_chat_model(base_url: str, model: str | None = None) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    model = model or os.environ.get("COGITO_FILTER_MODEL") or os.environ.get("OPENAI_MODEL")
+    if not model:
+        msg = "--llm with a URL needs the model name in $COGITO_FILTER_MODEL."
+        raise SystemExit(msg)
+    api_key = os.environ.get("COGITO_FILTER_TOKEN") or os.environ.get("OPENAI_API_KEY") or "unused"
+    # llama-cpp-python reads max_tokens, not the max_completion_tokens langchain-openai sends.
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=0,
+        max_tokens=FILTER_MAX_TOKENS,
+        max_retries=0,
+        extra_body={"max_tokens": FILTER_MAX_TOKENS},
+    )
+
+
+def llama_cpp_server(stack: contextlib.ExitStack) -> Any:
+    root = Path.cwd()
+    if not (root / "tests" / "integration_tests" / "llm_server.py").is_file():
+        msg = "--llm llama-cpp starts the test tier's server: run from a source checkout's root."
+        raise SystemExit(msg)
+    sys.path.insert(0, str(root))
+    from tests.integration_tests.llm_server import start_llama_server
+
+    log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-llama-")))
+    server = start_llama_server(log_dir, n_ctx=LLAMA_CPP_CONTEXT)
+    stack.callback(server.stop)
+    print(f"  llama.cpp server with {server.model} at {server.base_url}", file=sys.stderr)
+    return server
+
+
+def cogito_setup(args: argparse.Namespace, stack: contextlib.ExitStack) -> CogitoSetup | None:
+    if "cogito" not in (args.methods or []):
+        return None
+    options = json.loads(args.cogito)
+    spec = args.llm or "none"
+    if spec == "none":
+        print("  cogito without a filter model: every run is fallback_no_llm", file=sys.stderr)
+        return CogitoSetup(None, "none", options)
+    if spec == "ollama":
+        llm = ollama_chat_model()
+        return CogitoSetup(llm, f"ollama:{llm.model}", options)
+    if spec == "llama-cpp":
+        server = llama_cpp_server(stack)
+        llm = openai_compatible_chat_model(server.base_url, server.model)
+        options.setdefault("structured_output", "json_object")
+        return CogitoSetup(llm, f"llama-cpp:{server.model}", options)
+    if spec.startswith(("http://", "https://")):
+        llm = openai_compatible_chat_model(spec)
+        return CogitoSetup(llm, f"{spec}:{llm.model_name}", options)
+    msg = f"--llm must be ollama, llama-cpp, none or an http(s) URL, got {spec!r}."
+    raise SystemExit(msg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.data.is_file():
+        print(
+            f"LoCoMo file not found: {args.data}; pass its path as the first argument.",
+            file=sys.stderr,
+        )
+        return 2
+    samples = list(iter_samples(args.data, args.conversations))
+    embeddings = local_embeddings()
+    options = json.loads(args.recall_b)
+    with contextlib.ExitStack() as stack:
+        cogito = cogito_setup(args, stack)
+        report: dict[str, Any] = {
+            "data": str(args.data),
+            "conversations": len(samples),
+            "questions_per_conversation": args.questions,
+            "top_k": TOP_K,
+            "embeddings": LOCAL_MODEL_NAME,
+            "cogito_lc": __version__,
+            "recall_b_options": options,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+            },
+            "units": {},
+        }
+        if cogito is not None:
+            report["cogito"] = {"llm": cogito.label, "options": cogito.options}
+        for unit in args.units:
+            tallies = run_unit(
+                samples,
+                unit,
+                embeddings,
+                options,
+                set(args.methods or []),
+                cogito,
+                args.questions,
+            )
+            results = {name: tally.summary() for name, tally in tallies.items()}
+            report["units"][unit] = results
+            print_table(unit, results)
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(f"\npeak RSS: {report['peak_rss_mb']} MB")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
