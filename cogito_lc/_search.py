@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,15 @@ class SearchResult:
         if vector_run:
             self.vector_runs.append(run)
         return run
+
+    def keep(self, predicate: Callable[[Mapping[str, Any]], bool]) -> None:
+        """Drop pool documents whose metadata fail ``predicate``, from the pool and every run."""
+        dropped = {key for key, doc in self.pool.items() if not predicate(doc.metadata)}
+        if not dropped:
+            return
+        for key in dropped:
+            del self.pool[key]
+        self.vector_runs = [[key for key in run if key not in dropped] for run in self.vector_runs]
 
     def missing_vectors(self) -> list[str]:
         """Keys of pool documents that have no vector yet."""

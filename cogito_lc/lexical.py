@@ -69,8 +69,9 @@ class Bm25Index:
             tokens = bm25s.tokenize(
                 [d.page_content for d in self.documents], stopwords="en", show_progress=False
             )
-            self._index = bm25s.BM25()
-            self._index.index(tokens, show_progress=False)
+            if tokens.vocab:  # no indexable word at all (e.g. only "a" or "0"): every score is 0
+                self._index = bm25s.BM25()
+                self._index.index(tokens, show_progress=False)
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -118,12 +119,22 @@ class ChromaBm25Source:
         self, where: dict[str, Any] | None = None, where_document: dict[str, Any] | None = None
     ) -> Bm25Index:
         """The current index of the documents matching ``where`` and ``where_document``."""
+        return self._entry(where, where_document).index
+
+    def covers_all(
+        self, where: dict[str, Any] | None = None, where_document: dict[str, Any] | None = None
+    ) -> bool:
+        """Whether the filter matched every document of the collection at the last check."""
+        entry = self._entry(where, where_document)
+        return entry.count == len(entry.index)
+
+    def _entry(self, where: dict[str, Any] | None, where_document: dict[str, Any] | None) -> _Entry:
         key = json.dumps([where, where_document], sort_keys=True, default=str)
         with self._lock:
             entry = self._indexes.get(key)
         now = time.monotonic()
         if entry is not None and now - entry.checked_at < self._refresh_interval:
-            return entry.index
+            return entry
         count = self._collection.count()
         if entry is None or entry.count != count:
             entry = _Entry(count, Bm25Index(self._load(where, where_document)), now)
@@ -133,7 +144,7 @@ class ChromaBm25Source:
             self._indexes.move_to_end(key)
             while len(self._indexes) > self._max_indexes:
                 self._indexes.popitem(last=False)
-        return entry.index
+        return entry
 
     def _load(
         self, where: dict[str, Any] | None, where_document: dict[str, Any] | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from cogito_lc import _search
+from cogito_lc._filters import equality_predicate
 from cogito_lc._ranking import Vector, blend, bm25_run, cosine_scores
 from cogito_lc._validation import check_positive_int, check_query, reject_unknown_kwargs
 from cogito_lc.decompose import Decomposition, decompose_query
@@ -164,6 +165,26 @@ class RecallB(BaseRetriever):
         fragments = len(decomposition.queries) - 1
         return [max(self.original_fetch_k, k)] + [max(self.fetch_k, k)] * fragments
 
+    def _pushdown(self) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
+        """The search kwargs to send, and a metadata predicate to apply to results in code.
+
+        A Chroma ``where`` filter makes every sub-search scan the matching set;
+        when a simple equality filter (a scope) matched the whole collection at
+        the last freshness check, the searches run unfiltered and the same
+        filter is applied to their results here, so a document written outside
+        the filter since the check can never come back.
+        """
+        where = self.search_kwargs.get("filter")
+        predicate = equality_predicate(where)
+        if (
+            predicate is None
+            or self._chroma_bm25 is None
+            or self.search_kwargs.get("where_document")
+            or not self._chroma_bm25.covers_all(where)
+        ):
+            return self.search_kwargs, None
+        return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
+
     def _lexical_index(self) -> Bm25Index | None:
         if self.lexical_index is not None or self._chroma_bm25 is None:
             return self.lexical_index
@@ -184,13 +205,16 @@ class RecallB(BaseRetriever):
         vectors, _ = embed_subqueries(
             self.query_embeddings, decomposition.queries, self.subquery_vectors
         )
+        search_kwargs, post_filter = self._pushdown()
         found = _search.search(
             self.vectorstore,
             decomposition.queries,
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
-            search_kwargs=self.search_kwargs,
+            search_kwargs=search_kwargs,
         )
+        if post_filter is not None:
+            found.keep(post_filter)
         hits = self._lexical_hits(decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
         _search.fill_vectors(self.vectorstore, self.query_embeddings, found, self._cache)
@@ -203,14 +227,17 @@ class RecallB(BaseRetriever):
         vectors, _ = await aembed_subqueries(
             self.query_embeddings, decomposition.queries, self.subquery_vectors
         )
+        loop = asyncio.get_running_loop()
+        search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         found = await _search.asearch(
             self.vectorstore,
             decomposition.queries,
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
-            search_kwargs=self.search_kwargs,
+            search_kwargs=search_kwargs,
         )
-        loop = asyncio.get_running_loop()
+        if post_filter is not None:
+            found.keep(post_filter)
         hits = await loop.run_in_executor(None, self._lexical_hits, decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
         await _search.afill_vectors(self.vectorstore, self.query_embeddings, found, self._cache)
