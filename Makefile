@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(FIND_LINKS) "$(TORCH_SPEC)"
-	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,dev,bench]"
+	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,server,cli,dev,bench]"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
 	touch $(STAMP)
 
