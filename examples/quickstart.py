@@ -1,6 +1,6 @@
 """Quickstart: zero-LLM recall over embedded Chroma, offline.
 
-    python examples/quickstart.py
+python examples/quickstart.py
 """
 
 from __future__ import annotations
