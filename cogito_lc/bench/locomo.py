@@ -197,7 +197,24 @@ def build_methods(
     if cogito is not None and "cogito" in only:
         stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
         methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
+    if cogito is not None and "recall_b_vocab" in only:
+        methods["recall_b_vocab"] = RecallB(
+            vectorstore=store, k=TOP_K, vocab_map=calibrated_map(store, cogito), **recall_b_options
+        )
     return methods
+
+
+def calibrated_map(store: Chroma, cogito: CogitoSetup) -> dict[str, list[str]] | None:
+    """Calibrate a vocabulary map on this conversation's memories with the filter model."""
+    from cogito_lc import MemoryStore, VocabCalibrator
+
+    mode = cogito.options.get("structured_output", "auto")
+    calibrator = VocabCalibrator.from_llm(cogito.llm, structured_output=mode)
+    result = calibrator.calibrate(MemoryStore(store), dry_run=True)
+    cogito.calibrations.append(
+        {"method": result.method, "keys": len(result.vocab_map), "dropped": len(result.dropped)}
+    )
+    return result.vocab_map or None
 
 
 @dataclass
@@ -207,6 +224,7 @@ class CogitoSetup:
     llm: Any
     label: str
     options: dict[str, Any]
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
 
 
 class MethodTags(BaseCallbackHandler):
@@ -419,7 +437,7 @@ def llama_cpp_server(stack: contextlib.ExitStack) -> Any:
 
 
 def cogito_setup(args: argparse.Namespace, stack: contextlib.ExitStack) -> CogitoSetup | None:
-    if "cogito" not in (args.methods or []):
+    if not {"cogito", "recall_b_vocab"} & set(args.methods or []):
         return None
     options = json.loads(args.cogito)
     spec = args.llm or "none"
@@ -484,6 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = {name: tally.summary() for name, tally in tallies.items()}
             report["units"][unit] = results
             print_table(unit, results)
+        if cogito is not None and cogito.calibrations:
+            report["calibrations"] = cogito.calibrations
+            print(f"\ncalibrations: {cogito.calibrations}")
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(f"\npeak RSS: {report['peak_rss_mb']} MB")
     args.out.parent.mkdir(parents=True, exist_ok=True)

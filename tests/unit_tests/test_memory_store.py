@@ -145,9 +145,10 @@ def test_user_a_cannot_read_find_or_delete_user_b(chroma: Chroma) -> None:
     assert alice.get(bob_id) is None
     assert all(d.metadata["user_id"] == "alice" for d in alice.list(limit=100))
     assert alice.count() == 1
-    found = alice.as_retriever(k=10).invoke("vault code 7781 billing")
-    assert found
-    assert all(d.metadata["user_id"] == "alice" for d in found)
+    for kind in ("recall_b", "recall"):
+        found = alice.as_retriever(kind, k=10).invoke("vault code 7781 billing")
+        assert found
+        assert all(d.metadata["user_id"] == "alice" for d in found)
     with pytest.raises(MemoryNotFoundError):
         alice.delete(bob_id)
     with pytest.raises(MemoryNotFoundError):
