@@ -90,7 +90,7 @@ def _openai_compatible(max_tokens: int, timeout: float) -> FoundModel | None:
         api_key=key,
         temperature=0,
         max_tokens=max_tokens,
-        timeout=max(timeout, 30.0),
+        timeout=120.0,
         extra_body=None if is_openai else {"max_tokens": max_tokens},
     )
     return FoundModel(llm, f"{model} at {base_url}", _mode())

@@ -6,6 +6,7 @@ import builtins
 import hashlib
 import json
 import logging
+import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,13 @@ from cogito_lc.scope import SCOPE_KEYS, Scope, as_scope
 if TYPE_CHECKING:
     from cogito_lc.seed import SeedSummary
 
-__all__ = ["RESERVED_METADATA_KEYS", "AddResult", "MemoryNotFoundError", "MemoryStore"]
+__all__ = [
+    "RESERVED_METADATA_KEYS",
+    "AddResult",
+    "MemoryConflictError",
+    "MemoryNotFoundError",
+    "MemoryStore",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,10 @@ RESERVED_METADATA_KEYS = frozenset(
 
 ScopeLike = Scope | Mapping[str, Any] | None
 _SCALARS = (str, int, float, bool)
+
+
+class MemoryConflictError(ValueError):
+    """An id given for a write is already held by a different memory."""
 
 
 class MemoryNotFoundError(KeyError):
@@ -144,6 +155,7 @@ class MemoryStore:
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
+        self._lock = threading.RLock()
 
     # -- writes -------------------------------------------------------------
 
@@ -227,12 +239,13 @@ class MemoryStore:
     def update(self, id: str, text: str, *, scope: ScopeLike = None) -> Document:  # noqa: A002
         """Replace a memory's text (re-embedded), keeping its id and ``created_at``."""
         target = as_scope(scope, self.scope)
-        current = self._require(id, target)
         self._check_text(text)
-        metadata = {**current.metadata, "updated_at": _now()}
-        document = Document(page_content=text, metadata=metadata, id=id)
-        self.vectorstore.add_documents([document], ids=[id])
-        self._invalidate()
+        with self._lock:
+            current = self._require(id, target)
+            metadata = {**current.metadata, "updated_at": _now()}
+            document = Document(page_content=text, metadata=metadata, id=id)
+            self.vectorstore.add_documents([document], ids=[id])
+            self._invalidate()
         return document
 
     # -- reads and deletes ----------------------------------------------------
@@ -262,9 +275,10 @@ class MemoryStore:
             MemoryNotFoundError: If no memory with this id lies in the scope
                 (a memory of another scope is neither deleted nor revealed).
         """
-        self._require(id, as_scope(scope, self.scope))
-        self._backend.delete([id])
-        self._invalidate()
+        with self._lock:
+            self._require(id, as_scope(scope, self.scope))
+            self._backend.delete([id])
+            self._invalidate()
 
     def delete_scope(self, scope: ScopeLike) -> int:
         """Delete every memory of a non-empty scope; returns how many were deleted."""
@@ -272,9 +286,10 @@ class MemoryStore:
         if not target:
             msg = "delete_scope needs a scope with at least one key; it never clears the store."
             raise ValueError(msg)
-        ids = self._backend.ids_in(target)
-        self._backend.delete(ids)
-        self._invalidate()
+        with self._lock:
+            ids = self._backend.ids_in(target)
+            self._backend.delete(ids)
+            self._invalidate()
         return len(ids)
 
     def seed(
@@ -374,16 +389,29 @@ class MemoryStore:
         return doc
 
     def _write(self, documents: builtins.list[Document]) -> builtins.list[Document]:
-        """Add documents whose ids are new; an id already in the store is kept as it is."""
+        """Add documents whose ids are new; the same memory stored again is kept as it is.
+
+        Raises:
+            MemoryConflictError: If an id is held by a memory of another scope or
+                with other text; nothing of the batch is written then.
+        """
         ids = [doc.id or "" for doc in documents]
-        existing = {doc.id: doc for doc in self._existing(ids)}
-        fresh: dict[str, Document] = {}
-        for doc in documents:
-            if doc.id not in existing:
-                fresh.setdefault(doc.id or "", doc)
-        if fresh:
-            self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
-            self._invalidate()
+        with self._lock:
+            existing = {doc.id: doc for doc in self._existing(list(dict.fromkeys(ids)))}
+            fresh: dict[str, Document] = {}
+            for doc in documents:
+                held = existing.get(doc.id)
+                if held is None:
+                    fresh.setdefault(doc.id or "", doc)
+                elif not _same_memory(held, doc):
+                    msg = (
+                        f"id {doc.id!r} is already used by another memory; omit the id "
+                        "(ids default to a hash of scope and text) or use update()."
+                    )
+                    raise MemoryConflictError(msg)
+            if fresh:
+                self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
+                self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
 
     def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
@@ -405,6 +433,11 @@ class MemoryStore:
             retriever = ref()
             if retriever is not None:
                 retriever.refresh_lexical_index()
+
+
+def _same_memory(held: Document, new: Document) -> bool:
+    same_scope = all(held.metadata.get(k) == new.metadata.get(k) for k in SCOPE_KEYS)
+    return same_scope and normalise_text(held.page_content) == normalise_text(new.page_content)
 
 
 def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

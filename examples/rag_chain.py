@@ -12,7 +12,7 @@ reads them and answers. The memories it reads are the stored text, verbatim.
 The example picks the first model it can reach:
 
 1. Ollama at ``$OLLAMA_HOST`` (default ``http://localhost:11434``) with the model
-   ``$COGITO_OLLAMA_MODEL`` (default ``qwen2.5:3b``; pull it with ``ollama pull``).
+   ``$COGITO_OLLAMA_MODEL`` (default: the first model the server lists).
 2. Any OpenAI-compatible endpoint (llama.cpp, LM Studio, vLLM, a gateway, OpenAI):
    ``$COGITO_FILTER_ENDPOINT`` or ``$OPENAI_BASE_URL`` for the base URL,
    ``$COGITO_FILTER_MODEL`` or ``$OPENAI_MODEL`` for the model name, and
@@ -29,14 +29,10 @@ message says what to set).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any, cast
-from urllib.parse import urlparse
+from typing import Any
 
 from langchain_chroma import Chroma
 from langchain_core.callbacks import BaseCallbackHandler
@@ -46,23 +42,12 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.discovery import NEEDS, find_chat_model
 from cogito_lc.embeddings import local_embeddings
-from cogito_lc.llm_extractor import StructuredOutputMode
 from cogito_lc.loaders import markdown_memories
 
 DATA = Path(__file__).resolve().parent / "data"
 MAX_OUTPUT_TOKENS = 512
-
-NEEDS = """\
-No language model is reachable. Provide one of:
-
-  * Ollama on its default port (http://localhost:11434, or set OLLAMA_HOST) with the
-    model in COGITO_OLLAMA_MODEL (default qwen2.5:3b):  ollama pull qwen2.5:3b
-  * an OpenAI-compatible endpoint:
-      COGITO_FILTER_ENDPOINT (or OPENAI_BASE_URL)   base URL, e.g. http://127.0.0.1:8080/v1
-      COGITO_FILTER_MODEL    (or OPENAI_MODEL)      model name
-      COGITO_FILTER_TOKEN    (or OPENAI_API_KEY)    API key, if the endpoint needs one
-"""
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -75,46 +60,6 @@ ANSWER_PROMPT = ChatPromptTemplate.from_messages(
         ("human", "{question}"),
     ]
 )
-
-
-def ollama_chat_model() -> Any | None:
-    host = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
-    if not host.startswith(("http://", "https://")):
-        host = f"http://{host}"
-    model = os.environ.get("COGITO_OLLAMA_MODEL", "qwen2.5:3b")
-    try:
-        with urllib.request.urlopen(f"{host}/api/tags", timeout=2) as response:  # noqa: S310
-            installed = {entry["name"] for entry in json.load(response).get("models", [])}
-    except (OSError, urllib.error.URLError, ValueError):
-        return None
-    if model not in installed and f"{model}:latest" not in installed:
-        print(f"Ollama answers at {host} but has no model {model!r}: ollama pull {model}")
-        return None
-    from langchain_ollama import ChatOllama
-
-    return ChatOllama(model=model, base_url=host, temperature=0, num_predict=MAX_OUTPUT_TOKENS)
-
-
-def openai_compatible_chat_model() -> Any | None:
-    base_url = os.environ.get("COGITO_FILTER_ENDPOINT") or os.environ.get("OPENAI_BASE_URL")
-    model = os.environ.get("COGITO_FILTER_MODEL") or os.environ.get("OPENAI_MODEL")
-    if not base_url or not model:
-        return None
-    from langchain_openai import ChatOpenAI
-
-    api_key = os.environ.get("COGITO_FILTER_TOKEN") or os.environ.get("OPENAI_API_KEY") or "unused"
-    # langchain-openai sends max_completion_tokens; local servers such as
-    # llama-cpp-python only honour max_tokens, so send that as well.
-    is_openai = urlparse(base_url).hostname == "api.openai.com"
-    extra_body = None if is_openai else {"max_tokens": MAX_OUTPUT_TOKENS}
-    return ChatOpenAI(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        temperature=0,
-        max_tokens=MAX_OUTPUT_TOKENS,
-        extra_body=extra_body,
-    )
 
 
 def format_docs(docs: list[Document]) -> str:
@@ -140,11 +85,11 @@ def questions(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    llm = ollama_chat_model() or openai_compatible_chat_model()
-    if llm is None:
+    found = find_chat_model(max_tokens=MAX_OUTPUT_TOKENS)
+    if found is None:
         print(NEEDS, file=sys.stderr)
         return 2
-    mode = cast("StructuredOutputMode", os.environ.get("COGITO_STRUCTURED_OUTPUT", "auto"))
+    llm, mode = found.llm, found.structured_output
 
     with tempfile.TemporaryDirectory(prefix="cogito-rag-") as tmp:
         store = Chroma(
@@ -164,7 +109,7 @@ def main(argv: list[str]) -> int:
         )
 
         log = RetrievalLog()
-        print(f"model: {type(llm).__name__}   memories: {len(memories)}\n")
+        print(f"model: {found.description}   memories: {len(memories)}\n")
         for question in questions(argv):
             answer = chain.invoke(question, {"callbacks": [log]})
             print(f"Q: {question}")

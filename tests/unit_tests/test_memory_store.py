@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
-from cogito_lc.memory_store import memory_id
+from cogito_lc.memory_store import MemoryConflictError, memory_id
 from tests.unit_tests.conftest import HashEmbeddings
 
 
@@ -250,3 +250,30 @@ def test_seed_splits_skips_known_and_reports_failures(memory: MemoryStore, tmp_p
 def test_seed_missing_directory(memory: MemoryStore, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a directory"):
         memory.seed(tmp_path / "missing")
+
+
+def test_an_id_held_by_another_scope_is_a_conflict_not_a_leak(chroma: Chroma) -> None:
+    bob = MemoryStore(chroma, scope={"user_id": "bob"})
+    alice = MemoryStore(chroma, scope={"user_id": "alice"})
+    bob.store("Bob's vault code is 7781.", id="shared-id")
+    with pytest.raises(MemoryConflictError, match="already used"):
+        alice.store("Alice's note.", id="shared-id")
+    with pytest.raises(MemoryConflictError):
+        bob.store("Different text, same id.", id="shared-id")
+    assert bob.get("shared-id").page_content == "Bob's vault code is 7781."  # type: ignore[union-attr]
+    assert alice.count() == 0
+
+
+def test_store_many_with_repeated_items_writes_one_memory(memory: MemoryStore) -> None:
+    ids = memory.store_many(["same text", "same text", "other"])
+    assert ids[0] == ids[1]
+    assert memory.count() == 2
+
+
+def test_concurrent_writes_of_the_same_memory_store_it_once(memory: MemoryStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = list(pool.map(lambda _: memory.store("Deploys freeze on Fridays.").id, range(16)))
+    assert len(set(ids)) == 1
+    assert memory.count() == 1
