@@ -13,6 +13,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LOCAL_WHEELS := $(wildcard /opt/wheels)
 FIND_LINKS := $(if $(LOCAL_WHEELS),--find-links $(LOCAL_WHEELS),)
 STAMP := $(VENV)/.cogito-installed
+LLM_STAMP := $(VENV)/.cogito-llm-installed
 LOCOMO ?= ../shared/data/locomo/locomo10-dev.json
 PYTEST_ARGS ?=
 
@@ -21,7 +22,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help setup test test-unit test-integration lint format demo bench clean
+.PHONY: help setup setup-llm test test-unit test-integration lint format demo bench clean
 
 help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
@@ -36,16 +37,22 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(FIND_LINKS) "$(TORCH_SPEC)"
 	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,server,cli,dev,bench]"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
 	touch $(STAMP)
 
-test: setup
+# The local model server of the integration tier (the demo does not need it).
+setup-llm: $(LLM_STAMP)
+
+$(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
+	touch $(LLM_STAMP)
+
+test: setup setup-llm
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit_tests $(PYTEST_ARGS)
 
-test-integration: setup
+test-integration: setup setup-llm
 	$(PY) -m pytest tests/integration_tests $(PYTEST_ARGS)
 
 lint: setup
@@ -60,7 +67,7 @@ format: setup
 demo: setup
 	$(PY) examples/demo.py
 
-bench: setup
+bench: setup setup-llm
 	$(PY) benchmarks/locomo.py $(LOCOMO)
 
 clean:
