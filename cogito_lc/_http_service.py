@@ -24,7 +24,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,6 +41,7 @@ from langchain_core.language_models import BaseChatModel
 from cogito_lc._http_batch import PendingStore, StoreBatcher
 from cogito_lc._http_schemas import MemoryHit, finite
 from cogito_lc._search import chroma_collection, is_chroma
+from cogito_lc._transport import TRANSPORT_ERROR_NAMES, exception_chain
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.memory_store import AddResult, MemoryNotFoundError, MemoryStore
 from cogito_lc.metadata import METADATA_KEY
@@ -56,23 +57,8 @@ T = TypeVar("T")
 SCOPES_DIR = "scopes"
 """Subdirectory of the store directory holding per-scope snapshots and vocabulary maps."""
 
-_UPSTREAM_NAMES = frozenset(
-    {
-        "APIConnectionError",
-        "APITimeoutError",
-        "ConnectError",
-        "ConnectTimeout",
-        "NetworkError",
-        "PoolTimeout",
-        "ReadError",
-        "ReadTimeout",
-        "RemoteProtocolError",
-        "ResponseError",
-        "TimeoutException",
-        "TransportError",
-        "WriteTimeout",
-    }
-)
+# An Ollama ResponseError (model missing, server error) is upstream too for the service.
+_UPSTREAM_NAMES = TRANSPORT_ERROR_NAMES | {"ResponseError"}
 
 
 @dataclass
@@ -114,17 +100,8 @@ class _MethodCapture(BaseCallbackHandler):
             self.data = data
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def _is_upstream_failure(exc: BaseException) -> bool:
-    for item in _chain(exc):
+    for item in exception_chain(exc):
         if isinstance(item, (ConnectionError, TimeoutError)):
             return True
         if type(item).__name__ in _UPSTREAM_NAMES:
@@ -133,7 +110,7 @@ def _is_upstream_failure(exc: BaseException) -> bool:
 
 
 def _is_store_failure(exc: BaseException) -> bool:
-    for item in _chain(exc):
+    for item in exception_chain(exc):
         module = type(item).__module__
         if module.startswith(("chromadb", "sqlite3")) or isinstance(item, OSError):
             return True

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Iterator
 
 __all__ = [
+    "TRANSPORT_ERROR_NAMES",
     "exception_chain",
     "is_timeout_error",
     "is_transport_error",
@@ -33,7 +34,7 @@ _SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
 _SERVER_ERROR_STATUS = 500
 _REQUEST_TIMEOUT_STATUS = 408
 _RETRYABLE_STATUSES = frozenset({_REQUEST_TIMEOUT_STATUS, 429})
-_TRANSPORT_ERROR_NAMES = frozenset(
+TRANSPORT_ERROR_NAMES: frozenset[str] = frozenset(
     {
         "APIConnectionError",
         "APITimeoutError",
@@ -66,7 +67,7 @@ def is_transport_error(exc: BaseException) -> bool:
     for error in exception_chain(exc):
         if isinstance(error, (OSError, TimeoutError, asyncio.TimeoutError)):
             return True
-        if any(cls.__name__ in _TRANSPORT_ERROR_NAMES for cls in type(error).__mro__):
+        if any(cls.__name__ in TRANSPORT_ERROR_NAMES for cls in type(error).__mro__):
             return True
         status = status_code(error)
         if status is not None and (status >= _SERVER_ERROR_STATUS or status in _RETRYABLE_STATUSES):
@@ -91,7 +92,7 @@ def is_timeout_error(exc: BaseException) -> bool:
         if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
             return True
         if any(
-            cls.__name__ in _TRANSPORT_ERROR_NAMES and "Timeout" in cls.__name__
+            cls.__name__ in TRANSPORT_ERROR_NAMES and "Timeout" in cls.__name__
             for cls in type(error).__mro__
         ):
             return True
