@@ -9,6 +9,8 @@ import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from cogito_lc._model_lock import model_lock
+
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
@@ -73,7 +75,19 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError as exc:
         raise ImportError(_MISSING_EXTRA) from exc
-    return HuggingFaceEmbeddings(
+
+    class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
+        """Embeddings whose model is used by one thread at a time (servers call it concurrently)."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            with model_lock(self._client):
+                return super().embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            with model_lock(self._client):
+                return super().embed_query(text)
+
+    return LockedHuggingFaceEmbeddings(
         model_name=path,
         model_kwargs={"device": device},
         encode_kwargs={"normalize_embeddings": True},

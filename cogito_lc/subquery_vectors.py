@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
+from cogito_lc._model_lock import model_lock
 from cogito_lc.decompose import word_spans
 
 __all__ = ["SubqueryVectorMode", "aembed_subqueries", "embed_subqueries", "span_model"]
@@ -134,7 +135,8 @@ def embed_subqueries(
     """
     model = span_model(embeddings) if mode in {"auto", "span"} else None
     if model is not None:
-        return _span_vectors(model, queries), "span"
+        with model_lock(model):
+            return _span_vectors(model, queries), "span"
     if mode == "span":
         msg = (
             f"subquery_vectors='span' needs a mean-pooling sentence-transformers model with "

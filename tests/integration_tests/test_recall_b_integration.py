@@ -100,3 +100,21 @@ def test_real_embeddings_are_normalised_384_d(minilm: Embeddings) -> None:
     vector = minilm.embed_query("auth tokens expire after 3600 seconds")
     assert len(vector) == 384
     assert abs(sum(v * v for v in vector) - 1.0) < 1e-3
+
+
+def test_the_local_model_serves_concurrent_threads(minilm: Embeddings) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cogito_lc.subquery_vectors import embed_subqueries
+
+    queries = [("word " * n).strip() + f" query {n}" for n in range(1, 41)]
+
+    def work(n: int) -> int:
+        if n % 2:
+            return len(minilm.embed_documents([queries[n], queries[n] + " longer tail"]))
+        vectors, _ = embed_subqueries(minilm, [queries[n], "query", f"word {n}"])
+        return len(vectors)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        sizes = list(pool.map(work, range(40)))
+    assert sizes == [2 if n % 2 else 3 for n in range(40)]
