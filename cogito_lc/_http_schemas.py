@@ -1,9 +1,12 @@
-"""Request and response bodies of the HTTP service, with the reference's field names.
+r"""Request and response bodies of the HTTP service, with the reference's field names.
 
 Request bodies reject unknown fields and wrong types (no coercion of ``"5"``
 to ``5``); their JSON schema says exactly what is accepted, so a client that
-follows the OpenAPI document never gets a 422. The text limits come from the
-settings, so :func:`request_models` builds the request classes per app.
+follows the OpenAPI document never gets a 422. Every string must be valid
+Unicode (a lone surrogate is a 422 naming the field, never a store error), and
+a pattern must match the whole value, as in JSON Schema: ``"abc\n"`` is not an
+id. The text limits come from the settings, so :func:`request_models` builds
+the request classes per app.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pydantic import (
 )
 
 from cogito_lc._timestamps import parse_since
+from cogito_lc._validation import check_unicode, echo
 from cogito_lc.memory_store import RESERVED_METADATA_KEYS
 
 __all__ = [
@@ -120,14 +124,14 @@ METADATA_SCHEMA: dict[str, Any] = {
 
 
 def _check_meta_key(key: Any) -> str:
-    shown = repr(key)[:70]
+    shown = echo(key)
     if not isinstance(key, str) or len(key) > META_KEY_MAX_CHARS:
         msg = f"metadata key {shown} must be a string of at most {META_KEY_MAX_CHARS} characters"
         raise ValueError(msg)
     if key in RESERVED_METADATA_KEYS:
         msg = f"metadata key {shown} is reserved: the store sets it; rename the key"
         raise ValueError(msg)
-    if not re.search(META_KEY_PATTERN, key):
+    if not re.fullmatch(META_KEY_PATTERN, key):
         msg = f"metadata key {shown} must start with a letter or '_' and use only [A-Za-z0-9_.-]"
         raise ValueError(msg)
     return key
@@ -137,7 +141,7 @@ def _check_meta_value(key: str, value: Any) -> str | int | float | bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and len(value) <= META_STRING_MAX_CHARS:
-        return value
+        return check_unicode(value, name=f"metadata[{echo(key)}]")
     if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX:
         return value
     if isinstance(value, float) and math.isfinite(value):
@@ -171,9 +175,14 @@ Metadata = Annotated[
 
 
 class _Request(BaseModel):
-    """Strict JSON object: unknown fields and coercions are errors."""
+    """Strict JSON object: unknown fields and coercions are errors.
 
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    Patterns run on the Rust engine, whose ``$`` matches only at the end of the
+    value, as in the JSON Schema (ECMAScript) the OpenAPI document publishes;
+    Python's ``$`` also matches before a final newline.
+    """
+
+    model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
 
 
 class ScopedBody(_Request):

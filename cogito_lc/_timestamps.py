@@ -22,6 +22,8 @@ import math
 from datetime import date, datetime, timezone
 from typing import Any
 
+from cogito_lc._validation import echo
+
 __all__ = ["parse_since", "parse_timestamp"]
 
 _ZULU_SUFFIXES = ("Z", "z")
@@ -63,7 +65,8 @@ def parse_since(value: Any, *, name: str = "since") -> datetime:
 
     Raises:
         TypeError: If ``value`` is neither a string, a ``datetime`` nor a ``date``.
-        ValueError: If the string is not ISO 8601.
+        ValueError: If the string is not ISO 8601, or the instant lies outside the
+            years 1 to 9999 once moved to UTC.
     """
     if isinstance(value, bool) or not isinstance(value, (str, datetime, date)):
         msg = (
@@ -73,18 +76,25 @@ def parse_since(value: Any, *, name: str = "since") -> datetime:
         raise TypeError(msg)
     parsed = parse_timestamp(value)
     if parsed is None:
+        if isinstance(value, str) and _from_iso(value, in_utc=False) is None:
+            problem = "is not an ISO 8601 timestamp"
+        else:
+            problem = "lies outside the years 1 to 9999 in UTC"
         msg = (
-            f"{name}={value!r} is not an ISO 8601 timestamp; use for example "
+            f"{name}={echo(value)} {problem}; use for example "
             "'2026-03-01', '2026-03-01T09:00:00Z' or '2026-03-01T09:00:00+02:00'."
         )
         raise ValueError(msg)
     return parsed
 
 
-def _as_utc(value: datetime) -> datetime:
+def _as_utc(value: datetime) -> datetime | None:
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        return None
 
 
 def _from_epoch(seconds: float) -> datetime | None:
@@ -96,11 +106,12 @@ def _from_epoch(seconds: float) -> datetime | None:
         return None
 
 
-def _from_iso(text: str) -> datetime | None:
+def _from_iso(text: str, *, in_utc: bool = True) -> datetime | None:
     cleaned = text.strip()
     if cleaned.endswith(_ZULU_SUFFIXES):
         cleaned = cleaned[:-1] + "+00:00"
     try:
-        return _as_utc(datetime.fromisoformat(cleaned))
+        parsed = datetime.fromisoformat(cleaned)
     except ValueError:
         return None
+    return _as_utc(parsed) if in_utc else parsed

@@ -8,7 +8,48 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-__all__ = ["check_documents", "check_query", "reject_unknown_kwargs"]
+__all__ = [
+    "check_documents",
+    "check_query",
+    "check_unicode",
+    "echo",
+    "reject_unknown_kwargs",
+]
+
+ECHO_MAX_CHARS = 60
+"""Most characters of a user's input an error message repeats."""
+
+
+def echo(value: Any, *, limit: int = ECHO_MAX_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters.
+
+    Example:
+        >>> echo("x" * 100, limit=10)
+        "'xxxxxxxx…"
+    """
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def check_unicode(value: str, *, name: str) -> str:
+    r"""Return ``value`` if it is valid Unicode text; raise ``ValueError`` naming ``name``.
+
+    A lone surrogate (``"\ud800"``, which JSON can carry) cannot be encoded as
+    UTF-8, so no store, tokenizer or model can take it.
+
+    Example:
+        >>> check_unicode("café", name="text")
+        'café'
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"{name} holds a lone surrogate (U+{ord(value[exc.start]):04X} at position "
+            f"{exc.start}), which is not valid Unicode text; send UTF-8 text"
+        )
+        raise ValueError(msg) from None
+    return value
 
 
 def reject_unknown_kwargs(owner: str, given: Iterable[str], known: Iterable[str]) -> None:

@@ -19,6 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
+from cogito_lc._validation import check_unicode
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.llm_extractor import ExtractionMethod
@@ -458,6 +459,9 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
                 f"{type(value).__name__}; serialise it (e.g. json.dumps) first."
             )
             raise ValueError(msg)  # noqa: TRY004 - bad input data, same class as other checks
+        check_unicode(key, name=f"metadata key {key!r}")
+        if isinstance(value, str):
+            check_unicode(value, name=f"metadata[{key!r}]")
     return dict(metadata)
 
 
