@@ -7,21 +7,33 @@ vector-store insert instead of one each. A lone request is written at once, so a
 single client sees no added latency. Each request still gets its own answer: its
 stored memory, or its own error (an id taken by another memory is a 409 for that
 request only). A request is answered only after its batch was written.
+
+One request must not fail its neighbours: each is checked before it joins a
+batch (an invalid one is a 422 for that request alone), and when a batch write
+fails all the same, its items are written again one by one, so each gets the
+answer its own write earns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from langchain_core.documents import Document
 
+from cogito_lc._http_schemas import check_metadata
+from cogito_lc._validation import check_unicode
 from cogito_lc.memory_store import memory_id
 
-__all__ = ["PendingStore", "StoreBatcher", "id_conflict", "store_batch"]
+__all__ = ["PendingStore", "StoreBatcher", "check_pending", "id_conflict", "store_batch"]
+
+logger = logging.getLogger(__name__)
 
 _TAKEN = "this id is taken by another memory; choose another id"
 
@@ -41,6 +53,39 @@ class PendingStore:
 def id_conflict() -> HTTPException:
     """The 409 for an explicit id that another memory holds (whose, it never says)."""
     return HTTPException(409, _TAKEN)
+
+
+def _field_problem(field: str, check: Callable[[], object]) -> dict[str, Any] | None:
+    try:
+        check()
+    except ValueError as exc:
+        return {"loc": ("body", field), "msg": str(exc), "type": "value_error"}
+    return None
+
+
+def _check_text(item: PendingStore) -> None:
+    check_unicode(item.text, name="text")
+    limit = item.memory.max_text_chars
+    if not item.text.strip() or len(item.text) > limit:
+        msg = f"text must be non-blank and at most {limit} characters"
+        raise ValueError(msg)
+
+
+def check_pending(item: PendingStore) -> None:
+    """Raise a 422 (naming the field) for an item whose write would fail; else nothing.
+
+    Raises:
+        RequestValidationError: If the text, id or metadata cannot be stored.
+    """
+    checks: dict[str, Callable[[], object]] = {"text": partial(_check_text, item)}
+    if item.memory_id is not None:
+        checks["id"] = partial(check_unicode, item.memory_id, name="id")
+    if item.metadata is not None:
+        checks["metadata"] = partial(check_metadata, dict(item.metadata))
+    problems = [_field_problem(field, check) for field, check in checks.items()]
+    errors = [problem for problem in problems if problem is not None]
+    if errors:
+        raise RequestValidationError(errors)
 
 
 def _holds_other(memory: Any, found: Document, text: str) -> bool:
@@ -97,20 +142,40 @@ def _store_scope(items: list[PendingStore]) -> list[Document | Exception]:
     return [results[i] for i in range(len(items))]
 
 
+def _store_alone(item: PendingStore) -> Document | Exception:
+    try:
+        return _store_scope([item])[0]
+    except Exception as exc:  # handed to this item's request
+        return exc
+
+
+def _store_group(group: list[PendingStore]) -> list[Document | Exception]:
+    """Write one scope's items together; if that fails, each item on its own."""
+    try:
+        return _store_scope(group)
+    except Exception as exc:
+        if len(group) == 1:
+            return [exc]
+        logger.warning(
+            "a batch of %d writes failed (%s); writing them one by one",
+            len(group),
+            type(exc).__name__,
+        )
+        return [_store_alone(item) for item in group]
+
+
 def store_batch(items: list[PendingStore]) -> list[Document | Exception]:
     """Store a batch (blocking): one ``store_many`` per scope; a result or error per item.
 
-    A failure of the store fails every item of that scope's group with the same error.
+    When a scope's write fails, its items are written again one at a time, so a
+    bad item fails only its own request and a failing store fails each of them.
     """
     results: dict[int, Document | Exception] = {}
     groups: dict[int, list[int]] = {}
     for index, item in enumerate(items):
         groups.setdefault(id(item.memory), []).append(index)
     for indexes in groups.values():
-        try:
-            outcome = _store_scope([items[i] for i in indexes])
-        except Exception as exc:  # handed to each waiting request
-            outcome = [exc] * len(indexes)
+        outcome = _store_group([items[i] for i in indexes])
         results.update(zip(indexes, outcome, strict=True))
     return [results[i] for i in range(len(items))]
 
@@ -136,7 +201,12 @@ class StoreBatcher:
         self._drainer: asyncio.Task[None] | None = None
 
     async def submit(self, item: PendingStore) -> Document:
-        """Queue ``item`` and return its stored memory once its batch is written."""
+        """Check ``item``, queue it and return its stored memory once its batch is written.
+
+        Raises:
+            RequestValidationError: If the item cannot be stored (it joins no batch).
+        """
+        check_pending(item)
         item.future = asyncio.get_running_loop().create_future()
         self._queue.append(item)
         if self._drainer is None or self._drainer.done():
