@@ -11,13 +11,14 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import BaseRoute, Match
 
 from cogito_lc._http_schemas import FieldError, ValidationErrorResponse
 
@@ -26,6 +27,7 @@ __all__ = [
     "BodyLimitMiddleware",
     "ConcurrencyLimitMiddleware",
     "bearer_dependency",
+    "method_not_allowed_handler",
     "token_matches",
     "unhandled_error_handler",
     "validation_error_handler",
@@ -41,6 +43,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/health"})
 """Paths that need no token."""
+
+MESSAGE_MAX_CHARS = 300
+"""Most characters of one field's message in a 422 (messages may quote the input)."""
+
+JSON = "application/json"
 
 _UNAUTHORIZED = "missing or invalid bearer token: send 'Authorization: Bearer <COGITO_API_TOKEN>'"
 
@@ -179,23 +186,69 @@ def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
-def _field_error(error: dict[str, Any]) -> FieldError:
+def _capped(message: str) -> str:
+    if len(message) <= MESSAGE_MAX_CHARS:
+        return message
+    return message[: MESSAGE_MAX_CHARS - 1] + "…"
+
+
+def _is_json(content_type: str | None) -> bool:
+    media_type = (content_type or "").partition(";")[0].strip().lower()
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )
+
+
+def _field_error(error: dict[str, Any], content_type: str | None) -> FieldError:
     if error.get("type") == "json_invalid":
         reason = (error.get("ctx") or {}).get("error", "")
         message = f"body is not valid JSON: {reason}".rstrip(": ")
         return FieldError(field="body", message=message, type="json_invalid")
-    return FieldError(
-        field=_field_name(error.get("loc", ())), message=error["msg"], type=error["type"]
-    )
+    field = _field_name(error.get("loc", ()))
+    if tuple(error.get("loc", ())) == ("body",) and not _is_json(content_type):
+        sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
+        message = f"the body must be a JSON object sent with 'Content-Type: {JSON}'; got {sent}"
+        return FieldError(field="body", message=_capped(message), type="content_type")
+    return FieldError(field=field, message=_capped(error["msg"]), type=error["type"])
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
-    """422 naming each invalid field, without echoing the input."""
+    """422 naming each invalid field; at most :data:`MESSAGE_MAX_CHARS` of each message."""
     raw = exc.errors() if isinstance(exc, RequestValidationError) else []
-    errors = [_field_error(error) for error in raw]
+    content_type = request.headers.get("content-type")
+    errors = [_field_error(error, content_type) for error in raw]
     summary = "; ".join(f"{error.field}: {error.message}" for error in errors[:5])
     body = ValidationErrorResponse(detail=summary or "invalid request", errors=errors)
     return JSONResponse(status_code=422, content=body.model_dump())
+
+
+def method_not_allowed_handler(
+    routes: Iterable[BaseRoute],
+) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    """A handler of 405 whose ``Allow`` lists the methods of every route of the path.
+
+    Starlette's own 405 names only the methods of the first route whose path
+    matched (``GET`` for ``/memories/{id}``, which ``DELETE`` serves too).
+
+    Args:
+        routes: The app's routes (the routers' own, before inclusion).
+    """
+    known = list(routes)
+
+    async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        methods: set[str] = set()
+        for route in known:
+            match, _ = route.matches(request.scope)
+            if match is not Match.NONE:
+                methods |= getattr(route, "methods", None) or set()
+        allowed = ", ".join(sorted(methods))
+        return JSONResponse(
+            status_code=405,
+            content={"detail": f"method {request.method} is not allowed here; use {allowed}"},
+            headers={"Allow": allowed},
+        )
+
+    return method_not_allowed
 
 
 async def unhandled_error_handler(request: Request, exc: Exception) -> JSONResponse:

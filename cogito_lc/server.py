@@ -15,7 +15,10 @@ Endpoints (field names and shapes of the reference service):
 
 Every request acts in one scope: the configured ``user_id``, or, when
 ``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
-``user_id``. The server binds 127.0.0.1 by default; another address needs
+``user_id``. A request may carry the header once: two ``X-Cogito-User`` headers
+are a 400, so a gateway that scopes requests sets the header itself, replacing
+any the client sent, and strips ``user_id`` from bodies (or relies on the 403
+for a body naming another scope). The server binds 127.0.0.1 by default; another address needs
 ``COGITO_API_TOKEN``, and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
 invalid requests 422 naming the field, a failing model or upstream server 502,
@@ -58,6 +61,7 @@ from cogito_lc._http_guard import (
     BodyLimitMiddleware,
     ConcurrencyLimitMiddleware,
     bearer_dependency,
+    method_not_allowed_handler,
     unhandled_error_handler,
     validation_error_handler,
 )
@@ -106,8 +110,17 @@ _SCOPES_DISABLED = (
     "or start it with allow_request_scope=true"
 )
 _SCOPES_DIFFER = "X-Cogito-User and user_id name different scopes; send one of them"
+_SCOPE_HEADER = "x-cogito-user"
+_SCOPE_HEADER_TWICE = (
+    "X-Cogito-User was sent {count} times; send it once (a gateway must replace the "
+    "client's header, not add a second one)"
+)
+_SCOPE_HEADER_HELP = (
+    "Scope (user_id) of this request, sent at most once (two are a 400). Behind a "
+    "gateway, the gateway sets it and replaces any the client sent."
+)
 _DESCRIPTIONS = {
-    400: "Malformed request body",
+    400: "Malformed request body, or X-Cogito-User sent more than once",
     401: "Missing or invalid bearer token",
     403: "Per-request scope not allowed, or two different scopes named",
     404: "Not found in this scope",
@@ -148,6 +161,12 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
     return Depends(body_of)
 
 
+def _reject_repeated_scope_header(request: Request) -> None:
+    count = len(request.headers.getlist(_SCOPE_HEADER))
+    if count > 1:
+        raise HTTPException(400, _SCOPE_HEADER_TWICE.format(count=count))
+
+
 class _Scopes:
     """Resolves the scope of a request from the header and the body."""
 
@@ -160,21 +179,24 @@ class _Scopes:
         if self.allowed:
 
             async def scoped_header(
+                request: Request,
                 x_cogito_user: Annotated[
                     str | None,
                     Header(
                         pattern=USER_PATTERN,
                         max_length=ID_MAX_CHARS,
-                        description="Scope (user_id) of this request.",
+                        description=_SCOPE_HEADER_HELP,
                     ),
                 ] = None,
             ) -> str | None:
+                _reject_repeated_scope_header(request)
                 return x_cogito_user
 
             return scoped_header
 
         async def no_scope_header(request: Request) -> str | None:
-            if "x-cogito-user" in request.headers:
+            _reject_repeated_scope_header(request)
+            if _SCOPE_HEADER in request.headers:
                 raise HTTPException(403, _SCOPES_DISABLED)
             return None
 
@@ -369,6 +391,10 @@ def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth
 def _health_router(service: MemoryService) -> APIRouter:
     router = APIRouter()
 
+    @router.head("/health", include_in_schema=False)
+    async def health_head() -> None:
+        """Liveness for probes that send HEAD (no body)."""
+
     @router.get("/health", response_model=HealthResponse, responses=_responses(auth=False))
     async def health() -> HealthResponse:
         """Liveness and the configured scope's state; needs no token."""
@@ -460,9 +486,11 @@ def create_app(
     _write_routes(router, service, models, scopes, auth)
     _memory_routes(router, service, scopes, auth)
     _job_routes(router, service, scopes, auth)
-    app.include_router(_health_router(service))
+    health = _health_router(service)
+    app.include_router(health)
     app.include_router(router)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if token:
