@@ -16,13 +16,16 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from langchain_chroma import Chroma
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from pydantic import ValidationError
 
 from cogito_lc import FactExtractor, MemoryStore
 from cogito_lc._http_batch import PendingStore, StoreBatcher, store_batch
 from cogito_lc._http_guard import ConcurrencyLimitMiddleware, token_matches
+from cogito_lc._http_schemas import CalibrateRequest, SnapshotBuildRequest, request_models
 from cogito_lc.config import CogitoSettings, ConfigError
 from cogito_lc.server import check_bind, create_app, main
 from tests.unit_tests.conftest import HashEmbeddings
@@ -368,3 +371,200 @@ def test_query_never_returns_another_scopes_nearer_memory(client: TestClient) ->
         "The vault code is 4711.",
         "Vault doors close at six.",
     }
+
+
+# -- one bad request fails only itself ---------------------------------------------------
+
+POISON = '{"text": "poison", "metadata": {"k": "\\ud800"}}'
+"""A body whose metadata holds a lone surrogate (valid JSON, not valid Unicode)."""
+
+
+async def test_a_poison_write_fails_only_itself_among_concurrent_writes(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path), memory=memory)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        good = [client.post("/store", json={"text": f"Good memory {i}."}) for i in range(8)]
+        poison = client.post("/store", content=POISON, headers={"Content-Type": "application/json"})
+        *answers, refused = await asyncio.gather(*good, poison)
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+    assert refused.status_code == 422, refused.text
+    assert "metadata" in refused.json()["detail"]
+    assert "surrogate" in refused.json()["detail"]
+    stored = {doc.page_content for doc in memory.list(limit=50)}
+    assert stored == {f"Good memory {i}." for i in range(8)}
+
+
+def test_store_batch_writes_items_one_by_one_when_the_batch_fails(
+    chroma: Chroma, embeddings: HashEmbeddings
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+    items = [PendingStore(memory, f"Neighbour {i}.") for i in range(4)]
+    items.insert(2, PendingStore(memory, "poison", metadata={"k": "\ud800"}))
+    results = store_batch(items)
+    refused = results.pop(2)
+    assert isinstance(refused, ValueError)
+    assert "metadata['k']" in str(refused)
+    assert [getattr(r, "page_content", r) for r in results] == [f"Neighbour {i}." for i in range(4)]
+    assert memory.count() == 4
+
+
+async def test_an_invalid_item_never_joins_a_batch(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=20)
+    batches: list[int] = []
+
+    async def run(func: Any, batch: list[PendingStore]) -> Any:
+        batches.append(len(batch))
+        return func(batch)
+
+    batcher = StoreBatcher(run)
+    bad = [
+        PendingStore(memory, "x" * 21),
+        PendingStore(memory, "fine", "id\ud800"),
+        PendingStore(memory, "fine", metadata={"k": "\udfff"}),
+    ]
+    for item in bad:
+        with pytest.raises(RequestValidationError):
+            await batcher.submit(item)
+    assert batches == []
+    assert (await batcher.submit(PendingStore(memory, "fine"))).page_content == "fine"
+
+
+# -- bad input is a 422 naming the field, never a 500 ------------------------------------
+
+
+def _raw_post(client: TestClient, path: str, body: str, **headers: str) -> httpx.Response:
+    return client.post(
+        path, content=body.encode(), headers={"Content-Type": "application/json", **headers}
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/store", POISON, "metadata"),
+        ("/store", '{"text": "t", "metadata": {"k\\ud800": "v"}}', "metadata"),
+        ("/store", '{"text": "t\\udc00"}', "text"),
+        ("/store", '{"text": "t", "id": "a\\ud800"}', "id"),
+        ("/store", '{"text": "t", "user_id": "b\\ud800"}', "user_id"),
+        ("/add", '{"text": "t", "context_hints": ["\\ud800"]}', "context_hints.0"),
+        ("/query", '{"text": "\\ud800"}', "text"),
+        ("/recall_b", '{"text": "q\\ud800"}', "text"),
+        ("/recall", '{"text": "q", "since": "2026\\ud800"}', "since"),
+        ("/recall", '{"text": "q", "since": "0001-01-01T00:00:00+01:00"}', "since"),
+        ("/recall", '{"text": "q", "since": "9999-12-31T23:59:59-01:00"}', "since"),
+        ("/query", '{"text": "q", "threshold": NaN}', "threshold"),
+        ("/query", '{"text": "q", "limit": 1e400}', "limit"),
+        ("/calibrate", '{"user_id": "b\\ud800"}', "user_id"),
+    ],
+)
+def test_bad_input_is_422_naming_the_field(
+    client: TestClient, path: str, body: str, field: str
+) -> None:
+    response = _raw_post(client, path, body)
+    assert response.status_code == 422, response.text
+    assert field in [error["field"] for error in response.json()["errors"]]
+    assert response.json()["detail"].startswith(f"{field}:")
+
+
+def test_out_of_range_since_says_what_is_wrong(client: TestClient) -> None:
+    response = client.post("/recall", json={"text": "q", "since": "0001-01-01T00:00:00+01:00"})
+    assert "outside the years 1 to 9999" in response.json()["detail"]
+
+
+def test_out_of_range_stored_timestamps_are_not_timestamps() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from cogito_lc._timestamps import parse_timestamp
+
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))
+    assert parse_timestamp(early) is None
+    assert parse_timestamp("9999-12-31T23:59:59-01:00") is None
+
+
+def test_memory_store_rejects_a_lone_surrogate_in_metadata(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match=r"metadata\['k'\] holds a lone surrogate"):
+        memory.store("text", metadata={"k": "a\ud800"})
+    with pytest.raises(ValueError, match="metadata key 'k\\\\udfff' holds a lone surrogate"):
+        memory.store("text", metadata={"k\udfff": "v"})
+    assert memory.count() == 0
+
+
+# -- patterns match the whole value -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"text": "t", "id": "abc\n"}, "id"),
+        ({"text": "t", "user_id": "bob\n"}, "user_id"),
+        ({"text": "t", "metadata": {"topic\n": "v"}}, "metadata"),
+    ],
+)
+def test_a_trailing_newline_does_not_match_a_pattern(
+    client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    response = client.post("/store", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == field
+
+
+def test_every_scoped_body_pattern_matches_the_whole_value() -> None:
+    with_text = [(model, {"text": "t"}) for model in vars(request_models(100, 50)).values()]
+    without_text = [(model, {}) for model in (SnapshotBuildRequest, CalibrateRequest)]
+    for model, body in [*with_text, *without_text]:
+        with pytest.raises(ValidationError, match="user_id"):
+            model.model_validate({**body, "user_id": "bob\n"})
+        assert model.model_validate({**body, "user_id": "bob"}).user_id == "bob"
+    with pytest.raises(ValidationError, match="id"):
+        request_models(100, 50).store.model_validate({"text": "t", "id": "abc\n"})
+
+
+# -- error messages -----------------------------------------------------------------------
+
+
+def test_a_422_echoes_at_most_a_few_hundred_characters(client: TestClient) -> None:
+    response = client.post("/recall", json={"text": "q", "since": "9" * 5000})
+    assert response.status_code == 422
+    assert len(response.text) < 1000
+    assert "is not an ISO 8601 timestamp" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_json_without_its_content_type_is_told_which_to_send(
+    client: TestClient, content_type: str | None
+) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = client.post("/store", content=b'{"text": "hello"}', headers=headers)
+    assert response.status_code == 422
+    assert "Content-Type: application/json" in response.json()["detail"]
+    assert response.json()["errors"][0]["field"] == "body"
+
+
+def test_405_allows_every_method_of_the_path(client: TestClient) -> None:
+    response = client.options("/memories/abc")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "DELETE, GET"
+    assert client.post("/health").headers["allow"] == "GET, HEAD"
+
+
+def test_head_health_is_200(client: TestClient) -> None:
+    response = client.head("/health")
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_two_scope_headers_are_refused(tmp_path: Path, memory: MemoryStore) -> None:
+    twice = [("X-Cogito-User", "alice"), ("X-Cogito-User", "bob")]
+    for allowed in (True, False):
+        app = create_app(_settings(tmp_path, allow_request_scope=allowed), memory=memory)
+        with TestClient(app) as test_client:
+            response = test_client.get("/memories", headers=twice)
+            assert response.status_code == 400
+            assert "X-Cogito-User was sent 2 times" in response.json()["detail"]
+    header = app.openapi()["paths"]["/memories"]["get"]["parameters"]
+    assert not any(p["name"] == "x-cogito-user" for p in header)  # scopes off: not declared
+    scoped = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory).openapi()
+    described = {p["name"]: p for p in scoped["paths"]["/store"]["post"]["parameters"]}
+    assert "at most once" in described["x-cogito-user"]["description"]
