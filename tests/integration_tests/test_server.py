@@ -416,3 +416,74 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "COGITO_API_TOKEN" in done.stderr
     assert "0.0.0.0" in done.stderr  # noqa: S104
+
+
+# -- one bad request fails only itself; bad input is a 422, never a 500 -----------------------
+
+POISON = b'{"text": "poison", "metadata": {"k": "\\ud800"}}'
+
+
+def test_a_poison_write_fails_none_of_eight_concurrent_writes(service: ServiceProcess) -> None:
+    user = "poison-scope"
+    texts = [f"Concurrent good write {i} of eight." for i in range(8)]
+    answers: dict[str, httpx.Response] = {}
+    start = threading.Barrier(len(texts) + 1)
+
+    def post(name: str, body: bytes) -> None:
+        with service.client(user=user) as client:
+            start.wait(timeout=60)
+            answers[name] = client.post(
+                "/store", content=body, headers={"Content-Type": "application/json"}
+            )
+
+    bodies = {text: httpx.Request("POST", "/", json={"text": text}).content for text in texts}
+    threads = [threading.Thread(target=post, args=item) for item in bodies.items()]
+    threads.append(threading.Thread(target=post, args=("poison", POISON)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=HANG_GUARD_SECONDS)
+    poison = answers.pop("poison")
+    assert poison.status_code == 422, poison.text
+    assert poison.json()["errors"][0]["field"] == "metadata"
+    assert {text: r.status_code for text, r in answers.items()} == dict.fromkeys(texts, 200)
+    with service.client(user=user) as client:
+        assert set(_all_memories(client).values()) == set(texts)
+
+
+@pytest.mark.parametrize(
+    "since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "9" * 5000]
+)
+def test_a_since_out_of_range_or_too_long_is_a_short_422(
+    service: ServiceProcess, since: str
+) -> None:
+    with service.client(user="since-range") as client:
+        response = client.post("/recall", json={"text": "anything", "since": since})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "since"
+    assert len(response.text) < 1000
+
+
+def test_trailing_newlines_do_not_match_id_or_user_patterns(service: ServiceProcess) -> None:
+    with service.client(user="newline") as client:
+        by_id = client.post("/store", json={"text": "t", "id": "abc\n"})
+        by_user = client.post("/store", json={"text": "t", "user_id": "bob\n"})
+    assert (by_id.status_code, by_user.status_code) == (422, 422)
+    assert by_id.json()["errors"][0]["field"] == "id"
+    assert by_user.json()["errors"][0]["field"] == "user_id"
+
+
+def test_methods_content_type_and_scope_header_errors(service: ServiceProcess) -> None:
+    with service.client() as client:
+        assert client.head("/health").status_code == 200
+        options = client.options("/memories/some-id")
+        assert (options.status_code, options.headers["allow"]) == (405, "DELETE, GET")
+        plain = client.post(
+            "/store", content=b'{"text": "x"}', headers={"Content-Type": "text/plain"}
+        )
+        assert plain.status_code == 422
+        assert "Content-Type: application/json" in plain.json()["detail"]
+        twice = client.get(
+            "/memories", headers=[("X-Cogito-User", "alice"), ("X-Cogito-User", "mallory")]
+        )
+        assert twice.status_code == 400, twice.text
