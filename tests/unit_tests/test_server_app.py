@@ -568,3 +568,15 @@ def test_two_scope_headers_are_refused(tmp_path: Path, memory: MemoryStore) -> N
     scoped = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory).openapi()
     described = {p["name"]: p for p in scoped["paths"]["/store"]["post"]["parameters"]}
     assert "at most once" in described["x-cogito-user"]["description"]
+
+
+def test_a_store_the_schema_lets_through_but_the_store_refuses_is_a_422(
+    tmp_path: Path, chroma: Chroma
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=20)
+    app = create_app(_settings(tmp_path, max_text_chars=500), memory=memory)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        response = test_client.post("/store", json={"text": "a text of thirty characters.."})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "text"
+    assert "at most 20 characters" in response.json()["detail"]
