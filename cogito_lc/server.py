@@ -17,8 +17,8 @@ Every request acts in one scope: the configured ``user_id``, or, when
 ``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
 ``user_id``. A request may carry the header once: two ``X-Cogito-User`` headers
 are a 400, so a gateway that scopes requests sets the header itself, replacing
-any the client sent, and strips ``user_id`` from bodies (or relies on the 403
-for a body naming another scope). The server binds 127.0.0.1 by default; another address needs
+any the client sent (a body ``user_id`` naming another scope is then a 403).
+The server binds 127.0.0.1 by default; another address needs
 ``COGITO_API_TOKEN``, and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
 invalid requests 422 naming the field, a failing model or upstream server 502,
