@@ -1,9 +1,9 @@
 """What MemoryStore needs from a vector store beyond ``add_texts`` and search.
 
-Chroma gives every operation with metadata filters pushed down to the store.
-Other LangChain vector stores give the id-based ones (``get_by_ids``,
-``delete``); listing, counting and deleting a whole scope need a store that can
-filter by metadata, and say so.
+Chroma gives every operation with metadata filters pushed down to the store;
+InMemoryVectorStore gives them by reading its documents in memory. Other
+LangChain vector stores give the id-based ones (``get_by_ids``, ``delete``);
+listing, counting and deleting a whole scope need one of the two, and say so.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from langchain_core.documents import Document
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from cogito_lc._filters import SUPPORTED_FILTER_STORES
 from cogito_lc._search import chroma_collection, is_chroma
 from cogito_lc.scope import Scope
 
@@ -50,7 +51,7 @@ class StoreBackend:
     def _unsupported(self, operation: str) -> NoReturn:
         msg = (
             f"MemoryStore.{operation} needs a vector store that filters by metadata; "
-            f"{type(self.store).__name__} does not. Use langchain_chroma.Chroma."
+            f"{type(self.store).__name__} does not. Supported: {SUPPORTED_FILTER_STORES}."
         )
         raise NotImplementedError(msg)
 
@@ -87,6 +88,27 @@ class ChromaBackend(StoreBackend):
             self.collection.delete(ids=ids)
 
 
+class InMemoryBackend(StoreBackend):
+    """Every operation over the documents an ``InMemoryVectorStore`` holds, in insertion order."""
+
+    def _inside(self, scope: Scope) -> list[Document]:
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        return [
+            Document(page_content=row["text"], metadata=dict(row["metadata"]), id=row["id"])
+            for row in list(held.store.values())
+            if scope.contains(row["metadata"])
+        ]
+
+    def page(self, scope: Scope, limit: int, offset: int) -> list[Document]:
+        return self._inside(scope)[offset : offset + limit]
+
+    def count(self, scope: Scope) -> int:
+        return len(self._inside(scope))
+
+    def ids_in(self, scope: Scope) -> list[str]:
+        return [doc.id or "" for doc in self._inside(scope)]
+
+
 def _documents(raw: Any) -> list[Document]:
     return [
         Document(page_content=text, metadata=dict(meta or {}), id=doc_id)
@@ -107,4 +129,8 @@ def persist_directory(store: VectorStore) -> Path | None:
 
 def backend_for(store: VectorStore) -> StoreBackend:
     """The richest backend ``store`` supports."""
-    return ChromaBackend(store) if is_chroma(store) else StoreBackend(store)
+    if is_chroma(store):
+        return ChromaBackend(store)
+    if isinstance(store, InMemoryVectorStore):
+        return InMemoryBackend(store)
+    return StoreBackend(store)

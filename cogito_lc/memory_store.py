@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._filters import and_filters, check_filterable
 from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
@@ -143,6 +144,8 @@ class MemoryStore:
         self.vectorstore = vectorstore
         self.extractor = extractor
         self.scope = as_scope(scope)
+        if self.scope:
+            check_filterable(vectorstore, "MemoryStore(scope=...)")
         self.max_text_chars = max_text_chars
         self.batch_size = batch_size
         self.vocab_map: dict[str, list[str]] | None = (
@@ -326,8 +329,12 @@ class MemoryStore:
             msg = f"kind must be 'recall_b' or 'recall', got {kind!r}."
             raise ValueError(msg)
         target = as_scope(scope, self.scope)
+        if target:
+            check_filterable(self.vectorstore, "as_retriever(scope=...)")
         search_kwargs = dict(kwargs.pop("search_kwargs", {}) or {})
-        search_kwargs["filter"] = _and_filters(target.where(), search_kwargs.get("filter"))
+        search_kwargs["filter"] = and_filters(
+            self.vectorstore, target.where(), search_kwargs.get("filter")
+        )
         if search_kwargs["filter"] is None:
             del search_kwargs["filter"]
         kwargs.setdefault("vocab_map", self.vocab_map)
@@ -459,10 +466,3 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
             )
             raise ValueError(msg)  # noqa: TRY004 - bad input data, same class as other checks
     return dict(metadata)
-
-
-def _and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
-    clauses = [f for f in filters if f]
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
