@@ -87,6 +87,55 @@ class ChromaBackend(StoreBackend):
         if ids:
             self.collection.delete(ids=ids)
 
+    def unsearchable(self, *, k: int = 3, page_size: int = 1000) -> dict[str, Any]:
+        """Stored vectors a search for themselves does not return among the ``k`` nearest.
+
+        A vector is its own nearest neighbour (distance 0), so every stored row
+        must come back when its own vector is searched, unless ``k`` exact
+        duplicates crowd it out. Rows that do not are missing from the vector
+        index or cut off from its graph.
+
+        Returns:
+            The unsearchable rows' vectors, by id.
+        """
+        found: dict[str, Any] = {}
+        total = int(self.collection.count())
+        for offset in range(0, total, page_size):
+            page = self.collection.get(include=["embeddings"], limit=page_size, offset=offset)
+            rows = {
+                doc_id: vector
+                for doc_id, vector in zip(page["ids"], page["embeddings"], strict=True)
+                if vector is not None
+            }
+            found.update(self._not_found(rows, min(k, total)))
+        return found
+
+    def _not_found(self, rows: dict[str, Any], k: int) -> dict[str, Any]:
+        if not rows:
+            return {}
+        hits = self.collection.query(
+            query_embeddings=list(rows.values()), n_results=k, include=["distances"]
+        )
+        missed: dict[str, Any] = {}
+        for (doc_id, vector), ids, distances in zip(
+            rows.items(), hits["ids"], hits["distances"], strict=True
+        ):
+            crowded_out = len(ids) == k and distances[-1] <= _SAME_VECTOR
+            if doc_id not in ids and not crowded_out:
+                missed[doc_id] = vector
+        return missed
+
+    def reindex(self, vectors: dict[str, Any], *, k: int = 3) -> list[str]:
+        """Write these rows' vectors to the index again (text and metadata untouched).
+
+        Returns:
+            The ids a search for their own vector still does not find.
+        """
+        if not vectors:
+            return []
+        self.collection.update(ids=list(vectors), embeddings=list(vectors.values()))
+        return list(self._not_found(vectors, min(k, int(self.collection.count()))))
+
 
 class InMemoryBackend(StoreBackend):
     """Every operation over the documents an ``InMemoryVectorStore`` holds, in insertion order."""
@@ -107,6 +156,10 @@ class InMemoryBackend(StoreBackend):
 
     def ids_in(self, scope: Scope) -> list[str]:
         return [doc.id or "" for doc in self._inside(scope)]
+
+
+_SAME_VECTOR = 1e-5
+"""A search distance this small means an exact duplicate of the query vector."""
 
 
 def _documents(raw: Any) -> list[Document]:

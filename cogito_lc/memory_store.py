@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._filters import and_filters, check_filterable
-from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
+from cogito_lc._store_backend import ChromaBackend, StoreBackend, backend_for, persist_directory
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.llm_extractor import ExtractionMethod
@@ -137,6 +137,7 @@ class MemoryStore:
         batch_size: int = 64,
         vocab_map: Mapping[str, Sequence[str]] | None = None,
         data_dir: str | Path | None = None,
+        verify_index: bool = True,
     ) -> None:
         if max_text_chars < 1 or batch_size < 1:
             msg = "max_text_chars and batch_size must be >= 1."
@@ -159,6 +160,8 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
+        if verify_index and persist_directory(vectorstore) is not None:
+            self.repair_search_index()
 
     # -- writes -------------------------------------------------------------
 
@@ -314,6 +317,44 @@ class MemoryStore:
         return seed_directory(
             self, path, glob, dry_run=dry_run, extract=extract, scope=scope, progress=progress
         )
+
+    def repair_search_index(self) -> builtins.list[str]:
+        """Re-index stored memories that a vector search for their own text cannot find.
+
+        A process killed while Chroma persists its vector index can leave rows
+        that are stored (readable by id, listed) but unreachable by search. Every
+        stored vector is searched for; those not found among their nearest
+        neighbours are written to the index again. Runs when a MemoryStore over a
+        persistent Chroma store is built (``verify_index=True``); other stores
+        have nothing to check.
+
+        Returns:
+            The ids that were re-indexed.
+        """
+        if not isinstance(self._backend, ChromaBackend):
+            return []
+        with self._lock:
+            unsearchable = self._backend.unsearchable()
+            if not unsearchable:
+                return []
+            ids = builtins.list(unsearchable)
+            logger.warning(
+                "search index: %d stored memories were not found by a search for their own "
+                "vector; re-indexing them: %s",
+                len(ids),
+                ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
+            )
+            still = self._backend.reindex(unsearchable)
+            if still:
+                logger.error(
+                    "search index: %d memories are still not found by search after re-indexing: %s",
+                    len(still),
+                    ", ".join(still[:20]),
+                )
+            else:
+                logger.warning("search index: repaired, all %d are found again", len(ids))
+            self._invalidate()
+        return ids
 
     # -- retrievers -------------------------------------------------------------
 
