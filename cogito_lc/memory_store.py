@@ -160,7 +160,7 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
-        if verify_index and persist_directory(vectorstore) is not None:
+        if verify_index and persist_directory(vectorstore) is not None and _first_use(vectorstore):
             self.repair_search_index()
 
     # -- writes -------------------------------------------------------------
@@ -324,9 +324,9 @@ class MemoryStore:
         A process killed while Chroma persists its vector index can leave rows
         that are stored (readable by id, listed) but unreachable by search. Every
         stored vector is searched for; those not found among their nearest
-        neighbours are written to the index again. Runs when a MemoryStore over a
-        persistent Chroma store is built (``verify_index=True``); other stores
-        have nothing to check.
+        neighbours are written to the index again. Runs when the first MemoryStore
+        over a persistent Chroma store object is built (``verify_index=True``);
+        other stores have nothing to check.
 
         Returns:
             The ids that were re-indexed.
@@ -481,6 +481,19 @@ class MemoryStore:
             retriever = ref()
             if retriever is not None:
                 retriever.refresh_lexical_index()
+
+
+_VERIFIED_STORES: weakref.WeakSet[VectorStore] = weakref.WeakSet()
+_VERIFIED_LOCK = threading.Lock()
+
+
+def _first_use(store: VectorStore) -> bool:
+    """True the first time a store object is seen: its index is checked once per process."""
+    with _VERIFIED_LOCK:
+        if store in _VERIFIED_STORES:
+            return False
+        _VERIFIED_STORES.add(store)
+        return True
 
 
 def _same_memory(held: Document, new: Document) -> bool:
