@@ -18,7 +18,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
-from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
+from cogito_lc._filters import and_filters, check_filterable
+from cogito_lc._store_backend import ChromaBackend, StoreBackend, backend_for, persist_directory
 from cogito_lc._validation import check_unicode
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
@@ -137,6 +138,7 @@ class MemoryStore:
         batch_size: int = 64,
         vocab_map: Mapping[str, Sequence[str]] | None = None,
         data_dir: str | Path | None = None,
+        verify_index: bool = True,
     ) -> None:
         if max_text_chars < 1 or batch_size < 1:
             msg = "max_text_chars and batch_size must be >= 1."
@@ -144,6 +146,8 @@ class MemoryStore:
         self.vectorstore = vectorstore
         self.extractor = extractor
         self.scope = as_scope(scope)
+        if self.scope:
+            check_filterable(vectorstore, "MemoryStore(scope=...)")
         self.max_text_chars = max_text_chars
         self.batch_size = batch_size
         self.vocab_map: dict[str, list[str]] | None = (
@@ -157,6 +161,8 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
+        if verify_index and persist_directory(vectorstore) is not None and _first_use(vectorstore):
+            self.repair_search_index()
 
     # -- writes -------------------------------------------------------------
 
@@ -313,6 +319,44 @@ class MemoryStore:
             self, path, glob, dry_run=dry_run, extract=extract, scope=scope, progress=progress
         )
 
+    def repair_search_index(self) -> builtins.list[str]:
+        """Re-index stored memories that a vector search for their own text cannot find.
+
+        A process killed while Chroma persists its vector index can leave rows
+        that are stored (readable by id, listed) but unreachable by search. Every
+        stored vector is searched for; those not found among their nearest
+        neighbours are written to the index again. Runs when the first MemoryStore
+        over a persistent Chroma store object is built (``verify_index=True``);
+        other stores have nothing to check.
+
+        Returns:
+            The ids that were re-indexed.
+        """
+        if not isinstance(self._backend, ChromaBackend):
+            return []
+        with self._lock:
+            unsearchable = self._backend.unsearchable()
+            if not unsearchable:
+                return []
+            ids = builtins.list(unsearchable)
+            logger.warning(
+                "search index: %d stored memories were not found by a search for their own "
+                "vector; re-indexing them: %s",
+                len(ids),
+                ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
+            )
+            still = self._backend.reindex(unsearchable)
+            if still:
+                logger.error(
+                    "search index: %d memories are still not found by search after re-indexing: %s",
+                    len(still),
+                    ", ".join(still[:20]),
+                )
+            else:
+                logger.warning("search index: repaired, all %d are found again", len(ids))
+            self._invalidate()
+        return ids
+
     # -- retrievers -------------------------------------------------------------
 
     def as_retriever(
@@ -327,8 +371,12 @@ class MemoryStore:
             msg = f"kind must be 'recall_b' or 'recall', got {kind!r}."
             raise ValueError(msg)
         target = as_scope(scope, self.scope)
+        if target:
+            check_filterable(self.vectorstore, "as_retriever(scope=...)")
         search_kwargs = dict(kwargs.pop("search_kwargs", {}) or {})
-        search_kwargs["filter"] = _and_filters(target.where(), search_kwargs.get("filter"))
+        search_kwargs["filter"] = and_filters(
+            self.vectorstore, target.where(), search_kwargs.get("filter")
+        )
         if search_kwargs["filter"] is None:
             del search_kwargs["filter"]
         kwargs.setdefault("vocab_map", self.vocab_map)
@@ -436,6 +484,19 @@ class MemoryStore:
                 retriever.refresh_lexical_index()
 
 
+_VERIFIED_STORES: weakref.WeakSet[VectorStore] = weakref.WeakSet()
+_VERIFIED_LOCK = threading.Lock()
+
+
+def _first_use(store: VectorStore) -> bool:
+    """True the first time a store object is seen: its index is checked once per process."""
+    with _VERIFIED_LOCK:
+        if store in _VERIFIED_STORES:
+            return False
+        _VERIFIED_STORES.add(store)
+        return True
+
+
 def _same_memory(held: Document, new: Document) -> bool:
     same_scope = all(held.metadata.get(k) == new.metadata.get(k) for k in SCOPE_KEYS)
     return same_scope and normalise_text(held.page_content) == normalise_text(new.page_content)
@@ -463,10 +524,3 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, str):
             check_unicode(value, name=f"metadata[{key!r}]")
     return dict(metadata)
-
-
-def _and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
-    clauses = [f for f in filters if f]
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -19,7 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from cogito_lc import _search
-from cogito_lc._filters import equality_predicate
+from cogito_lc._filters import equality_predicate, store_filter
 from cogito_lc._ranking import Vector, blend, bm25_run, cosine_scores
 from cogito_lc._validation import check_positive_int, check_query, reject_unknown_kwargs
 from cogito_lc.decompose import Decomposition, decompose_query
@@ -82,7 +82,9 @@ class RecallB(BaseRetriever):
     vocab_map: dict[str, list[str]] | None = None
     """Plain words to the corpus's own terms, e.g. ``{"how fast": ["latency", "p95"]}``."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Passed to every sub-search, e.g. ``{"filter": {"user_id": "alice"}}`` for Chroma."""
+    """Passed to every sub-search, e.g. ``{"filter": {"user_id": "alice"}}``. A Chroma-style
+    ``where`` dict is translated for an ``InMemoryVectorStore`` (which takes a function of
+    the Document); other stores get the filter as given."""
     rrf_k: int = Field(default=10, ge=0)
     """The reciprocal rank fusion constant (lower favours the top of each run)."""
     original_weight: float = Field(default=1.0, ge=0.0)
@@ -135,6 +137,7 @@ class RecallB(BaseRetriever):
             )
             raise ValueError(msg)
         self._cache = VectorCache(self.cache_size)
+        self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
         if _search.is_chroma(self.vectorstore) and self.lexical_index is None:
             self._chroma_bm25 = ChromaBm25Source(_search.chroma_collection(self.vectorstore))
         return self
@@ -165,6 +168,13 @@ class RecallB(BaseRetriever):
         fragments = len(decomposition.queries) - 1
         return [max(self.original_fetch_k, k)] + [max(self.fetch_k, k)] * fragments
 
+    def _translated_kwargs(self) -> dict[str, Any]:
+        """``search_kwargs`` with the filter in the form the store takes."""
+        if "filter" not in self.search_kwargs:
+            return self.search_kwargs
+        native = store_filter(self.vectorstore, self.search_kwargs["filter"])
+        return {**self.search_kwargs, "filter": native}
+
     def _pushdown(self) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
         """The search kwargs to send, and a metadata predicate to apply to results in code.
 
@@ -182,7 +192,7 @@ class RecallB(BaseRetriever):
             or self.search_kwargs.get("where_document")
             or not self._chroma_bm25.covers_all(where)
         ):
-            return self.search_kwargs, None
+            return self._translated_kwargs(), None
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
     def _lexical_index(self) -> Bm25Index | None:

@@ -172,6 +172,13 @@ def _write_stream(
                     acked[response.json()["id"]] = text
 
 
+def _searchable(client: httpx.Client, memory_id: str, text: str) -> bool:
+    """Whether ``/query`` with the memory's own text returns it among the first three."""
+    hits = client.post("/query", json={"text": text, "limit": 3})
+    assert hits.status_code == 200, hits.text
+    return memory_id in [hit["id"] for hit in hits.json()["memories"]]
+
+
 def test_sigkill_mid_writes_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     store = tmp_path / "store"
     first = start_service(store, log_name="before-kill.log")
@@ -197,6 +204,12 @@ def test_sigkill_mid_writes_keeps_every_acknowledged_write(tmp_path: Path) -> No
                 found = client.get(f"/memories/{memory_id}")
                 assert found.status_code == 200, (memory_id, found.text)
                 assert found.json()["text"] == text
+            unsearchable = [
+                memory_id
+                for memory_id, text in acked.items()
+                if not _searchable(client, memory_id, text)
+            ]
+            assert not unsearchable, (unsearchable, second.log_tail())
             count = client.get("/health").json()["count"]
             assert len(acked) <= count <= len(acked) + 4  # at most one unacknowledged per writer
             assert (

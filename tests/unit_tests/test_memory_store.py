@@ -3,11 +3,13 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
 from cogito_lc.memory_store import MemoryConflictError, memory_id
@@ -277,3 +279,89 @@ def test_concurrent_writes_of_the_same_memory_store_it_once(memory: MemoryStore)
         ids = list(pool.map(lambda _: memory.store("Deploys freeze on Fridays.").id, range(16)))
     assert len(set(ids)) == 1
     assert memory.count() == 1
+
+
+@pytest.fixture(params=["in_memory", "chroma"])
+def any_store(request: pytest.FixtureRequest, embeddings: HashEmbeddings) -> VectorStore:
+    if request.param == "chroma":
+        return request.getfixturevalue("chroma")
+    return InMemoryVectorStore(embedding=embeddings)
+
+
+@pytest.mark.parametrize("kind", ["recall_b", "recall"])
+def test_scopes_hold_over_every_supported_store(any_store: VectorStore, kind: str) -> None:
+    alice = MemoryStore(any_store, scope={"user_id": "alice"})
+    bob = MemoryStore(any_store, scope={"user_id": "bob"})
+    kept = alice.store("Alice keeps the billing vault key in the red drawer.")
+    gone = alice.store("Alice moved the deploy freeze to Thursdays.")
+    secret = bob.store("Bob keeps the billing vault key under the blue mat.")
+
+    assert alice.get(kept.id or "") == kept
+    assert alice.get(secret.id or "") is None
+    assert [d.id for d in alice.list()] == [kept.id, gone.id]
+    assert alice.count() == 2
+    alice.delete(gone.id or "")
+    assert alice.count() == 1
+    assert bob.count() == 1
+
+    found = alice.as_retriever(kind, k=1).invoke("billing vault key")
+    assert [d.id for d in found] == [kept.id]
+    found = alice.as_retriever(kind, k=5).invoke(
+        "Bob keeps the billing vault key under the blue mat."
+    )
+    assert found
+    assert all(d.metadata["user_id"] == "alice" for d in found)
+    assert alice.delete_scope({"user_id": "alice"}) == 1
+    assert bob.get(secret.id or "") == secret
+
+
+def test_retriever_joins_scope_and_user_filter_over_the_in_memory_store(
+    embeddings: HashEmbeddings,
+) -> None:
+    memory = MemoryStore(InMemoryVectorStore(embedding=embeddings), scope={"user_id": "alice"})
+    memory.store("billing note", metadata={"topic": "billing"})
+    memory.store("billing auth note", metadata={"topic": "auth"})
+    memory.store("billing note for bob", metadata={"topic": "billing"}, scope={"user_id": "bob"})
+    by_dict = memory.as_retriever(search_kwargs={"filter": {"topic": "billing"}})
+    assert [d.page_content for d in by_dict.invoke("billing note")] == ["billing note"]
+    by_function = memory.as_retriever(
+        search_kwargs={"filter": lambda doc: doc.metadata["topic"] == "auth"}
+    )
+    assert [d.page_content for d in by_function.invoke("billing note")] == ["billing auth note"]
+
+
+class _NoFilterStore(VectorStore):
+    """A vector store of a kind the package knows no metadata filter form for."""
+
+    def __init__(self, embedding: HashEmbeddings) -> None:
+        self._inner = InMemoryVectorStore(embedding=embedding)
+
+    @property
+    def embeddings(self) -> HashEmbeddings:
+        return self._inner.embedding  # type: ignore[return-value]
+
+    def add_texts(self, texts: Any, metadatas: Any = None, **kwargs: Any) -> list[str]:
+        return self._inner.add_texts(texts, metadatas, **kwargs)
+
+    def get_by_ids(self, ids: Any, /) -> list[Document]:
+        return self._inner.get_by_ids(ids)
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return self._inner.similarity_search(query, k, **kwargs)
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_a_scope_over_a_store_without_filters_is_rejected_when_built(
+    embeddings: HashEmbeddings,
+) -> None:
+    store = _NoFilterStore(embeddings)
+    with pytest.raises(ValueError, match=r"_NoFilterStore.*Supported: langchain_chroma.Chroma"):
+        MemoryStore(store, scope={"user_id": "alice"})
+    unscoped = MemoryStore(store)
+    stored = unscoped.store("an unscoped memory")
+    assert unscoped.get(stored.id or "") == stored
+    with pytest.raises(ValueError, match="_NoFilterStore"):
+        unscoped.as_retriever(scope={"user_id": "alice"})

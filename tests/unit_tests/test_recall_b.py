@@ -257,3 +257,22 @@ def test_score_floor_returns_nothing_for_an_unrelated_query(filled_chroma: Chrom
     retriever = RecallB(vectorstore=filled_chroma, score_floor=0.99)
     assert retriever.invoke("zebra giraffe savanna") == []
     assert RecallB(vectorstore=filled_chroma).invoke("zebra giraffe savanna")
+
+
+def test_dict_filter_is_translated_for_the_in_memory_store(embeddings: HashEmbeddings) -> None:
+    store = InMemoryVectorStore(embedding=embeddings)
+    fill(store)
+    retriever = RecallB(vectorstore=store, search_kwargs={"filter": {"topic": "auth"}})
+    assert [d.id for d in retriever.invoke("auth tokens expire billing port")] == ["m-auth"]
+    either = {"$or": [{"topic": "auth"}, {"topic": "port"}]}
+    retriever = RecallB(vectorstore=store, search_kwargs={"filter": either})
+    assert {d.id for d in retriever.invoke("auth tokens expire billing port")} == {
+        "m-auth",
+        "m-port",
+    }
+
+
+def test_untranslatable_dict_filter_fails_when_built(embeddings: HashEmbeddings) -> None:
+    store = InMemoryVectorStore(embedding=embeddings)
+    with pytest.raises(ValueError, match=r"\$regex"):
+        RecallB(vectorstore=store, search_kwargs={"filter": {"topic": {"$regex": "a.*"}}})
