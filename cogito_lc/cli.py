@@ -119,7 +119,7 @@ def _check_since(value: str) -> str:
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     except OverflowError:
-        msg = f"--since={value!r} is outside the range of dates; pass a year between 1 and 9999."
+        msg = f"--since={value!r} is outside years 1-9999 in UTC; pass a date in that range."
         raise CliError(msg, EXIT_USAGE) from None
     return value
 
