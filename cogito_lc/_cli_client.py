@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["ApiClient", "CliError"]
+__all__ = ["ApiClient", "CliError", "check_utf8"]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -25,6 +25,23 @@ class CliError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def check_utf8(value: str, name: str) -> str:
+    """``value`` unchanged, or a usage error when it holds bytes that are not UTF-8.
+
+    A shell argument with such bytes reaches Python as lone surrogates, which
+    no JSON request can carry.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"{name} is not valid UTF-8 text (character {exc.start + 1}); "
+            "pass UTF-8 text (check the terminal's or the file's encoding)."
+        )
+        raise CliError(msg, EXIT_USAGE) from None
+    return value
 
 
 def _detail(response: httpx.Response) -> str:
@@ -101,6 +118,9 @@ class ApiClient:
         except httpx.TimeoutException:
             msg = f"the server at {self.where} did not answer in time."
             raise CliError(msg) from None
+        except UnicodeEncodeError:
+            msg = "bad input: a value is not valid UTF-8 text; pass UTF-8 text."
+            raise CliError(msg, EXIT_USAGE) from None
         if response.status_code == 404:
             msg_0 = f"not found: {_detail(response)}"
             raise CliError(msg_0, EXIT_NOT_FOUND)

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cogito_lc._cli_client import EXIT_USAGE, ApiClient, CliError
+from cogito_lc._cli_client import EXIT_ERROR, EXIT_USAGE, ApiClient, CliError, check_utf8
 
 __all__ = ["app", "main"]
 
@@ -107,6 +107,20 @@ def _check_text(value: str, name: str) -> str:
     if not value.strip():
         msg = f"{name} is empty; pass some text."
         raise CliError(msg, EXIT_USAGE)
+    return check_utf8(value, name)
+
+
+def _check_since(value: str) -> str:
+    from cogito_lc._timestamps import parse_since
+
+    check_utf8(value, "--since")
+    try:
+        parse_since(value, name="--since")
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OverflowError:
+        msg = f"--since={value!r} is outside years 1-9999 in UTC; pass a date in that range."
+        raise CliError(msg, EXIT_USAGE) from None
     return value
 
 
@@ -153,7 +167,7 @@ def recall(
     """Two-stage recall: RecallB, then the integer-pointer filter model."""
     body: dict[str, Any] = {"text": _check_text(query, "query"), "limit": limit}
     if since:
-        body["since"] = since
+        body["since"] = _check_since(since)
     with _client(ctx) as client:
         _print_hits(client.call("POST", "/recall", body), raw, f"recall: {query}")
 
@@ -186,7 +200,7 @@ def store(
     """Store one memory verbatim."""
     body: dict[str, Any] = {"text": _check_text(text, "text")}
     if memory_id:
-        body["id"] = memory_id
+        body["id"] = check_utf8(memory_id, "--id")
     with _client(ctx) as client:
         answer = client.call("POST", "/store", body)
     if raw:
@@ -203,7 +217,8 @@ def add(
     raw: Raw = False,
 ) -> None:
     """Extract facts from text and store them (the text itself if extraction fails)."""
-    body = {"text": _check_text(text, "text"), "context_hints": hint or []}
+    hints = [check_utf8(value, "--hint") for value in hint or []]
+    body = {"text": _check_text(text, "text"), "context_hints": hints}
     with _client(ctx) as client:
         answer = client.call("POST", "/add", body)
     if raw:
@@ -222,7 +237,10 @@ def seed(
     add: Annotated[bool, typer.Option("--add", help="Extract facts from each chunk.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count.")] = False,
 ) -> None:
-    """Bulk-ingest markdown notes: one memory per paragraph, known ones skipped."""
+    """Bulk-ingest markdown notes: one memory per paragraph, known ones skipped.
+
+    Exits 1 when any file could not be read or stored.
+    """
     if not directory.is_dir():
         msg = f"{directory} is not a directory; pass a folder of notes."
         raise CliError(msg, EXIT_USAGE)
@@ -240,6 +258,8 @@ def seed(
         err.print(f"  failed: {path}: {reason}")
     if summary.files == 0:
         err.print(f"no file in {directory} matches {glob!r}")
+    if summary.failed:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @app.command()
@@ -297,6 +317,7 @@ def health(ctx: typer.Context, raw: Raw = False) -> None:
         out.print(f"{key}: {value}")
 
 
+@app.command("server", help="Alias of serve (the reference's command name).")
 @app.command()
 def serve(
     ctx: typer.Context,
@@ -381,7 +402,8 @@ def main() -> None:
     """Console-script entry point: one readable line per error, tracebacks only with --debug."""
     debug = "--debug" in sys.argv
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
     except CliError as exc:
         if debug:
             raise
@@ -406,6 +428,8 @@ def main() -> None:
             raise
         err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

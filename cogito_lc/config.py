@@ -6,11 +6,15 @@ environment variables (``COGITO_PORT``, ``COGITO_STORE_PATH``, ...), then
 explicit config file (``load_settings(config_path=...)``, ``--config PATH`` on
 the command line) replaces the two-file lookup.
 
-Keys and defaults follow the reference service where they still make sense.
-Models are named by provider-prefixed strings that :mod:`cogito_lc.models`
-turns into LangChain objects: ``ollama:<model>``, ``openai:<model>`` (any
-OpenAI-compatible server at ``filter_endpoint``) and, for embeddings,
-``huggingface:<name or path>``. The defaults work offline: local MiniLM
+Keys and defaults follow the reference service where they still make sense,
+and its configuration files load as written. Models are named by strings that
+:mod:`cogito_lc.models` turns into LangChain objects: ``ollama:<model>``,
+``openai:<model>`` (any OpenAI-compatible server at ``filter_endpoint``),
+``anthropic:<model>`` (with ``ANTHROPIC_API_KEY``) and, for embeddings,
+``huggingface:<name or path>``. A name without a provider is read as the
+reference reads it (see :func:`route_model_string`): a ``filter_model`` goes to
+``filter_endpoint`` as is when one is set, ``anthropic/<model>`` goes to
+Anthropic, anything else to Ollama. The defaults work offline: local MiniLM
 embeddings, embedded Chroma, no LLM.
 
 Tokens are :class:`~pydantic.SecretStr`: ``repr`` and ``str`` of the settings
@@ -33,12 +37,20 @@ import difflib
 import ipaddress
 import json
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -53,29 +65,31 @@ __all__ = [
     "CHAT_PROVIDERS",
     "EMBEDDING_PROVIDERS",
     "ENV_PREFIX",
+    "MIN_API_TOKEN_CHARS",
     "CogitoSettings",
     "ConfigError",
     "default_config_files",
     "is_loopback",
     "load_settings",
+    "route_chat_model",
+    "route_model_string",
     "split_model_string",
 ]
 
 ENV_PREFIX = "COGITO_"
 """Prefix of every environment variable the settings read (``COGITO_PORT`` -> ``port``)."""
 
-CHAT_PROVIDERS = ("ollama", "openai")
+CHAT_PROVIDERS = ("ollama", "openai", "anthropic")
 """Providers a chat model string (``filter_model``, ``llm_model``) may name."""
 
 EMBEDDING_PROVIDERS = ("huggingface", "ollama", "openai")
 """Providers an embeddings string (``embed_model``) may name."""
 
-_RETIRED_KEYS = {
-    "anthropic_api_key": (
-        "use an OpenAI-compatible gateway instead: filter_model='openai:<model>' "
-        "with filter_endpoint and filter_token"
-    ),
-}
+DEFAULT_PROVIDER = "ollama"
+"""Provider of a model name given without one, as in the reference service."""
+
+MIN_API_TOKEN_CHARS = 16
+"""Shortest ``api_token`` accepted without a warning."""
 
 _config_files: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
     "cogito_config_files", default=None
@@ -119,6 +133,71 @@ def split_model_string(value: str, *, key: str, providers: Sequence[str]) -> tup
         msg = f"{key} must be a provider-prefixed model string ({allowed}), got {value!r}."
         raise ValueError(msg)
     return provider, name.strip()
+
+
+def route_model_string(
+    value: str, *, key: str, providers: Sequence[str], gateway: bool = False
+) -> tuple[str, str]:
+    """The provider and model name a model string means, read as the reference reads it.
+
+    - ``"provider:name"`` with one of ``providers``: that provider (only the
+      first colon separates, so ``"ollama:qwen3:4b"`` is Ollama's ``qwen3:4b``).
+    - Any other string with ``gateway`` (a ``filter_model`` with
+      ``filter_endpoint`` set): the OpenAI-compatible gateway, name as is.
+    - ``"anthropic/<name>"`` (when ``anthropic`` is one of ``providers``): Anthropic.
+    - Anything else (``"mistral:7b"``, ``"nomic-embed-text"``): Ollama.
+
+    Args:
+        value: The model string.
+        key: The settings key it came from, for the error message.
+        providers: The providers this key may name with a prefix.
+        gateway: Whether a name without a provider goes to ``filter_endpoint``.
+
+    Returns:
+        ``(provider, name)``.
+
+    Raises:
+        ValueError: If the string is blank or names a provider but no model.
+
+    Example:
+        >>> route_model_string("mistral:7b", key="llm_model", providers=CHAT_PROVIDERS)
+        ('ollama', 'mistral:7b')
+        >>> route_model_string(
+        ...     "anthropic/claude-haiku-4-5", key="filter_model", providers=CHAT_PROVIDERS
+        ... )
+        ('anthropic', 'claude-haiku-4-5')
+    """
+    provider, sep, name = value.strip().partition(":")
+    if sep and provider in providers:
+        if not name.strip():
+            msg = f"{key}={value!r} names no model; write '{provider}:<model>'."
+            raise ValueError(msg)
+        return provider, name.strip()
+    if not value.strip():
+        msg = f"{key} must not be empty; name a model or leave the key out."
+        raise ValueError(msg)
+    if gateway:
+        return "openai", value.strip()
+    vendor, slash, model = value.strip().partition("/")
+    if slash and vendor == "anthropic" and "anthropic" in providers and model.strip():
+        return "anthropic", model.strip()
+    return DEFAULT_PROVIDER, value.strip()
+
+
+def route_chat_model(value: str, *, key: str, filter_endpoint: str | None) -> tuple[str, str]:
+    """The provider and model name of a chat model setting (``filter_model``, ``llm_model``).
+
+    A ``filter_model`` without a provider goes to ``filter_endpoint`` as is when
+    one is set, as the reference service sends it; see :func:`route_model_string`.
+
+    Example:
+        >>> route_chat_model(
+        ...     "anthropic/claude-haiku-4-5", key="filter_model", filter_endpoint="http://gw/"
+        ... )
+        ('openai', 'anthropic/claude-haiku-4-5')
+    """
+    gateway = key == "filter_model" and bool(filter_endpoint)
+    return route_model_string(value, key=key, providers=CHAT_PROVIDERS, gateway=gateway)
 
 
 def is_loopback(host: str) -> bool:
@@ -167,7 +246,7 @@ class CogitoSettings(BaseSettings):
     port: int = Field(default=19420, ge=1, le=65535)
     """Server port (``COGITO_PORT``)."""
     api_token: SecretStr | None = None
-    """Bearer token every endpoint but ``/health`` requires when set (``COGITO_API_TOKEN``)."""
+    """Bearer token every endpoint but ``/health`` requires when set; never empty (16+ chars)."""
     allow_request_scope: bool = False
     """Let each request choose its ``user_id`` (``X-Cogito-User`` header or body field).
 
@@ -193,6 +272,11 @@ class CogitoSettings(BaseSettings):
     """Base URL of an OpenAI-compatible server for ``openai:`` models (e.g. llama.cpp)."""
     filter_token: SecretStr | None = None
     """Bearer token for ``filter_endpoint``."""
+    anthropic_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("cogito_anthropic_api_key", "anthropic_api_key"),
+    )
+    """Key of Anthropic's API for ``anthropic:`` models (also read from ``ANTHROPIC_API_KEY``)."""
     filter_model: str | None = None
     """Chat model of the recall filter, e.g. ``openai:gemma-3-270m``; None: no LLM."""
     filter_timeout_ms: int = Field(default=12_000, ge=1)
@@ -221,10 +305,10 @@ class CogitoSettings(BaseSettings):
     """Default ``limit`` of ``/recall`` and ``/recall_b``."""
     query_limit: int = Field(default=5, ge=1, le=200)
     """Default ``limit`` of ``/query``."""
-    recall_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
-    """Lowest cosine similarity a ``/recall`` or ``/recall_b`` result may have; None: no floor."""
-    query_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
-    """Lowest cosine similarity a ``/query`` result may have; None: no floor."""
+    recall_threshold: float | None = None
+    """Lowest cosine similarity (-1..1) of a ``/recall`` or ``/recall_b`` result; None: no floor."""
+    query_threshold: float | None = None
+    """Lowest cosine similarity (-1..1) of a ``/query`` result; None: no floor."""
     vocab_map: dict[str, list[str]] | None = None
     """Plain words to the corpus's own terms for RecallB; None: the calibrated map, if any."""
     snapshot_mode: Literal["pointer", "summary"] = "pointer"
@@ -235,17 +319,71 @@ class CogitoSettings(BaseSettings):
     def _expand_store_path(cls, value: Path) -> Path:
         return value.expanduser()
 
+    @field_validator("api_token", mode="after")
+    @classmethod
+    def _check_api_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        token = value.get_secret_value()
+        if not token.strip():
+            msg = (
+                "api_token is empty: set a token of at least "
+                f"{MIN_API_TOKEN_CHARS} characters (python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'), or leave it unset to serve "
+                "127.0.0.1 without authentication."
+            )
+            raise ValueError(msg)
+        if len(token) < MIN_API_TOKEN_CHARS:
+            warnings.warn(
+                f"api_token is shorter than {MIN_API_TOKEN_CHARS} characters and easy to "
+                "guess; use a longer random token.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return value
+
+    @field_validator("anthropic_api_key", mode="after")
+    @classmethod
+    def _blank_key_is_no_key(cls, value: SecretStr | None) -> SecretStr | None:
+        # ANTHROPIC_API_KEY is shared with other tools; exported empty, it means "none".
+        return value if value is not None and value.get_secret_value().strip() else None
+
     @field_validator("filter_model", "llm_model", mode="after")
     @classmethod
-    def _check_chat_model(cls, value: str | None, info: Any) -> str | None:
-        if value is not None:
-            split_model_string(value, key=info.field_name, providers=CHAT_PROVIDERS)
+    def _check_chat_model(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        key = str(info.field_name)
+        endpoint = info.data.get("filter_endpoint")
+        provider, _ = route_chat_model(value, key=key, filter_endpoint=endpoint)
+        if provider == "anthropic" and info.data.get("anthropic_api_key") is None:
+            msg = (
+                f"{key}={value!r} calls Anthropic's API, which needs ANTHROPIC_API_KEY "
+                "(or the anthropic_api_key key); to go through an OpenAI-compatible "
+                "gateway instead, set filter_endpoint"
+            )
+            if key != "filter_model":
+                msg += f" and write {key}='openai:<model>'"
+            raise ValueError(msg + ".")
         return value
 
     @field_validator("embed_model", mode="after")
     @classmethod
     def _check_embed_model(cls, value: str) -> str:
-        split_model_string(value, key="embed_model", providers=EMBEDDING_PROVIDERS)
+        route_model_string(value, key="embed_model", providers=EMBEDDING_PROVIDERS)
+        return value
+
+    @field_validator("recall_threshold", "query_threshold", mode="after")
+    @classmethod
+    def _check_similarity_floor(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and not -1.0 <= value <= 1.0:
+            msg = (
+                f"{info.field_name} is a cosine-similarity floor between -1 and 1 "
+                "(1: identical); the reference's L2 distance cutoffs such as 400 have no "
+                f"equivalent here: write {info.field_name}: 0.3 (for example) to drop weak "
+                "matches, or leave the key out for no floor."
+            )
+            raise ValueError(msg)
         return value
 
     @field_validator("host", "user_id", "collection", mode="after")
@@ -328,9 +466,6 @@ def _check_keys(path: Path, data: Mapping[str, Any], fields: Mapping[str, Any]) 
     for key in data:
         if key in fields:
             continue
-        if key in _RETIRED_KEYS:
-            msg = f"config file {path}: key {key!r} is not supported; {_RETIRED_KEYS[key]}."
-            raise ConfigError(msg)
         close = difflib.get_close_matches(key, list(fields), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         msg = f"config file {path}: unknown key {key!r}{hint}. Known keys: {', '.join(fields)}."
@@ -368,6 +503,9 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Co
     """
     if config_path is not None:
         path = Path(config_path).expanduser()
+        if path.is_dir():
+            msg = f"config file {path} is a directory; pass the path of a JSON file."
+            raise ConfigError(msg)
         if not path.is_file():
             msg = f"config file {path} does not exist; check the --config path."
             raise ConfigError(msg)

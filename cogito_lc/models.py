@@ -1,15 +1,20 @@
 """Factories that turn :class:`~cogito_lc.config.CogitoSettings` into LangChain objects.
 
-Model strings are provider-prefixed:
+Model strings name a provider (:func:`cogito_lc.config.route_model_string`):
 
 - chat models (``filter_model``, ``llm_model``): ``ollama:<model>`` gives
   ``ChatOllama`` at ``ollama_url``; ``openai:<model>`` gives ``ChatOpenAI`` at
   ``filter_endpoint`` with ``filter_token`` (any OpenAI-compatible server:
-  llama.cpp, LM Studio, vLLM, a gateway). No model configured gives None, and
-  the stages that would use one report ``fallback_no_llm``.
+  llama.cpp, LM Studio, vLLM, a gateway); ``anthropic:<model>`` gives
+  ``ChatAnthropic`` with ``anthropic_api_key``. As in the reference service, a
+  ``filter_model`` without a provider goes to ``filter_endpoint`` as is when one
+  is set, ``anthropic/<model>`` goes to Anthropic and any other name to Ollama
+  (``mistral:7b``). No model configured gives None, and the stages that would
+  use one report ``fallback_no_llm``.
 - embeddings (``embed_model``): ``huggingface:<name or path>`` (the default
   ``huggingface:all-MiniLM-L6-v2`` is the offline model bundled with the
-  ``local`` extra), ``ollama:<model>``, ``openai:<model>``.
+  ``local`` extra), ``ollama:<model>`` (also a name without a provider, such as
+  ``nomic-embed-text``), ``openai:<model>``.
 
 Provider packages are optional extras, imported only when a setting names
 them; a missing one raises ``ImportError`` naming the extra to install.
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import SecretStr
 
-from cogito_lc.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS, split_model_string
+from cogito_lc.config import EMBEDDING_PROVIDERS, route_chat_model, route_model_string
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -55,6 +60,7 @@ _BUNDLED_MINILM = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-Mini
 _EXTRAS = {
     "langchain_ollama": "ollama",
     "langchain_openai": "openai",
+    "langchain_anthropic": "anthropic",
     "langchain_huggingface": "local",
 }
 _PLACEHOLDER_KEY = "not-needed"
@@ -95,8 +101,8 @@ def chat_model_from_settings(
             back to ``filter_model``.
 
     Returns:
-        ``ChatOllama`` or ``ChatOpenAI``, with the configured timeout and at
-        most one retry; None without a configured model.
+        ``ChatOllama``, ``ChatOpenAI`` or ``ChatAnthropic``, with the configured
+        timeout and at most one retry; None without a configured model.
 
     Raises:
         ImportError: If the provider's extra is not installed.
@@ -113,7 +119,7 @@ def chat_model_from_settings(
     if value is None:
         return None
     key = "filter_model" if purpose == "filter" or not settings.llm_model else "llm_model"
-    provider, name = split_model_string(value, key=key, providers=CHAT_PROVIDERS)
+    provider, name = route_chat_model(value, key=key, filter_endpoint=settings.filter_endpoint)
     if provider == "ollama":
         module = _import("langchain_ollama", f"{key}={value!r}")
         timeout = _timeout_seconds(settings)
@@ -121,6 +127,17 @@ def chat_model_from_settings(
             "BaseChatModel",
             module.ChatOllama(
                 model=name, base_url=settings.ollama_url, client_kwargs={"timeout": timeout}
+            ),
+        )
+    if provider == "anthropic":
+        module = _import("langchain_anthropic", f"{key}={value!r}")
+        return cast(
+            "BaseChatModel",
+            module.ChatAnthropic(
+                model=name,
+                api_key=settings.anthropic_api_key,
+                timeout=_timeout_seconds(settings),
+                max_retries=1,
             ),
         )
     module = _import("langchain_openai", f"{key}={value!r}")
@@ -152,7 +169,7 @@ def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
             embeddings = embeddings_from_settings(CogitoSettings())  # offline MiniLM
             len(embeddings.embed_query("hello"))  # 384
     """
-    provider, name = split_model_string(
+    provider, name = route_model_string(
         settings.embed_model, key="embed_model", providers=EMBEDDING_PROVIDERS
     )
     purpose = f"embed_model={settings.embed_model!r}"

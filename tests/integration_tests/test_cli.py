@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.integration_tests.conftest import EXAMPLES_DATA
-from tests.integration_tests.service_process import ServiceProcess, start_service
+from tests.integration_tests.service_process import ServiceProcess, free_port, start_service
 
 
 def cli(
-    *args: str, env: dict[str, str], cwd: Path, check: bool = True
+    *args: str, env: dict[str, str], cwd: Path, check: bool = True, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, "-m", "cogito_lc.cli", *args],
@@ -24,7 +24,7 @@ def cli(
         text=True,
         env=env,
         cwd=cwd,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
     if check and done.returncode != 0:
@@ -116,6 +116,84 @@ def test_errors_are_one_line_with_documented_exit_codes(
     assert unknown.returncode == 2
     assert "no prompt named 'nope'" in unknown.stderr
 
+    rejected = cli("store", "x", "--id", "no spaces allowed", env=env, cwd=tmp_path, check=False)
+    assert rejected.returncode == 2  # the service's 422, in process
+    assert rejected.stderr.startswith("error: bad input: id")
+
+
+def test_seed_with_a_failed_file_exits_1(env: dict[str, str], tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nA note that cannot be stored.\n", encoding="utf-8")
+    seeded = cli(
+        "--server", "http://127.0.0.1:1", "seed", str(notes), env=env, cwd=tmp_path, check=False
+    )
+    assert "1 failed" in seeded.stdout
+    assert seeded.returncode == 1
+    assert "Traceback" not in seeded.stderr
+
+
+def test_argument_that_is_not_utf8_is_bad_input(env: dict[str, str], tmp_path: Path) -> None:
+    text = os.fsdecode(b"bad \xff text")  # what the shell passes for $'bad \xff text'
+    stored = cli("store", text, env=env, cwd=tmp_path, check=False)
+    assert stored.returncode == 2
+    assert stored.stderr.strip().splitlines() == [
+        "error: text is not valid UTF-8 text (character 5); pass UTF-8 text (check the "
+        "terminal's or the file's encoding)."
+    ]
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_since_out_of_the_date_range_is_bad_input(
+    env: dict[str, str], tmp_path: Path, since: str
+) -> None:
+    recalled = cli("recall", "auth", "--since", since, env=env, cwd=tmp_path, check=False)
+    assert recalled.returncode == 2
+    assert "--since" in recalled.stderr
+    assert "500" not in recalled.stderr
+    assert len(recalled.stderr.strip().splitlines()) == 1
+
+
+def test_config_that_is_a_directory_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    done = cli("--config", str(tmp_path), "health", env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert f"config file {tmp_path} is a directory" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "server"])
+def test_serve_refuses_an_empty_token(env: dict[str, str], tmp_path: Path, command: str) -> None:
+    # Loopback only: before the fix an empty token went unnoticed and this served.
+    empty = {**env, "COGITO_API_TOKEN": ""}
+    port = str(free_port())
+    done = cli(
+        command,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        port,
+        env=empty,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "environment variable COGITO_API_TOKEN" in done.stderr
+    assert "api_token is empty" in done.stderr
+
+
+def test_server_script_refuses_an_empty_token_in_a_config_file(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "public.json"
+    config.write_text(json.dumps({"host": "0.0.0.0", "api_token": ""}), encoding="utf-8")  # noqa: S104
+    done = subprocess.run(
+        [sys.executable, "-m", "cogito_lc.server", "--config", str(config),
+         "--host", "127.0.0.1", "--port", str(free_port())],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "api_token is empty" in done.stderr
+
 
 def test_help_documents_exit_codes(env: dict[str, str], tmp_path: Path) -> None:
     helped = cli("--help", env=env, cwd=tmp_path)
@@ -147,5 +225,8 @@ def test_server_path_goes_through_http(
     assert "3600 seconds" in answer["memories"][0]["text"]
     with server.client() as client:
         assert client.get("/health").json()["count"] == 57
+    rejected = cli("store", "x", "--id", "no spaces allowed", env=remote, cwd=tmp_path, check=False)
+    assert rejected.returncode == 2  # the service's 422, over HTTP
+    assert rejected.stderr.startswith("error: bad input: id")
     # The embedded store named by the configuration was never touched.
     assert not (tmp_path / "store").exists()

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,13 @@ from cogito_lc.config import (
     ConfigError,
     is_loopback,
     load_settings,
+    route_model_string,
     split_model_string,
 )
 from cogito_lc.models import chat_model_from_settings, embeddings_from_settings
+from cogito_lc.server import check_bind
+
+STRONG_TOKEN = "a-long-enough-random-test-token"  # noqa: S105 - a test value
 
 
 @pytest.fixture
@@ -30,7 +35,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("HOME", str(home))
     for name in list(os.environ):
-        if name.upper().startswith("COGITO_"):
+        if name.upper().startswith("COGITO_") or name.upper() == "ANTHROPIC_API_KEY":
             monkeypatch.delenv(name)
     return cwd / ".cogito.json", home / ".cogito" / "config.json"
 
@@ -123,12 +128,167 @@ def test_unknown_key_is_an_error_with_a_suggestion(places: tuple[Path, Path]) ->
         load_settings()
 
 
-def test_reference_only_key_says_what_to_use_instead(places: tuple[Path, Path]) -> None:
-    _write(places[0], {"anthropic_api_key": "sk-ant-secret"})
+def test_config_path_that_is_a_directory_says_so(places: tuple[Path, Path], tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"is a directory; pass the path of a JSON file"):
+        load_settings(tmp_path)
+
+
+@pytest.mark.parametrize("token", ["", "   ", "\t\n"])
+def test_blank_api_token_in_the_environment_is_an_error(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.setenv("COGITO_API_TOKEN", token)
+    monkeypatch.setenv("COGITO_HOST", "0.0.0.0")  # noqa: S104 - only validated, never bound
+    with pytest.raises(ConfigError, match="environment variable COGITO_API_TOKEN") as caught:
+        load_settings()
+    assert "api_token is empty" in str(caught.value)
+
+
+def test_blank_api_token_in_a_config_file_is_an_error(places: tuple[Path, Path]) -> None:
+    _write(places[0], {"host": "0.0.0.0", "api_token": ""})  # noqa: S104
+    with pytest.raises(ConfigError, match=r"key 'api_token': .*api_token is empty"):
+        load_settings()
+
+
+def test_blank_api_token_given_in_code_is_an_error(places: tuple[Path, Path]) -> None:
+    with pytest.raises(ConfigError, match="api_token is empty"):
+        load_settings(api_token=" ")  # noqa: S106 - a test value
+    with pytest.raises(ValueError, match="api_token is empty"):
+        CogitoSettings(host="0.0.0.0", api_token="")  # noqa: S104
+
+
+def test_every_accepted_token_makes_the_bind_check_and_the_app_agree(
+    places: tuple[Path, Path],
+) -> None:
+    public = CogitoSettings(host="0.0.0.0", api_token=STRONG_TOKEN)  # noqa: S104
+    check_bind(public)  # a token: the bind is allowed ...
+    assert public.api_token  # ... and the app, which tests truthiness, requires it
+    with pytest.raises(ConfigError, match="not a loopback address"):
+        check_bind(CogitoSettings(host="0.0.0.0"))  # noqa: S104
+
+
+def test_short_api_token_warns(places: tuple[Path, Path]) -> None:
+    with pytest.warns(UserWarning, match="shorter than 16 characters"):
+        load_settings(api_token="short-token")  # noqa: S106 - a test value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_settings(api_token=STRONG_TOKEN)
+
+
+# -- the reference design's configuration, as its README writes it -----------------------
+
+
+def test_reference_example_config_goes_to_its_gateway_as_is(places: tuple[Path, Path]) -> None:
+    _write(
+        places[0],
+        {
+            "filter_endpoint": "http://your-gateway/",
+            "filter_token": "your-token",
+            "filter_model": "anthropic/claude-haiku-4-5",
+        },
+    )
+    settings = load_settings()
+    chat = chat_model_from_settings(settings)
+    assert type(chat).__name__ == "ChatOpenAI"
+    assert chat.model_name == "anthropic/claude-haiku-4-5"  # type: ignore[union-attr]
+    assert chat.openai_api_base == "http://your-gateway/"  # type: ignore[union-attr]
+    assert chat.openai_api_key.get_secret_value() == "your-token"  # type: ignore[union-attr]
+    # Extraction falls back to the filter model, so it goes to the gateway too.
+    assert type(chat_model_from_settings(settings, purpose="extract")).__name__ == "ChatOpenAI"
+
+
+def test_reference_default_models_mean_ollama(places: tuple[Path, Path]) -> None:
+    _write(places[0], {"llm_model": "mistral:7b", "embed_model": "nomic-embed-text"})
+    settings = load_settings()
+    chat = chat_model_from_settings(settings, purpose="extract")
+    assert type(chat).__name__ == "ChatOllama"
+    assert chat.model == "mistral:7b"  # type: ignore[union-attr]
+    embeddings = embeddings_from_settings(settings)
+    assert type(embeddings).__name__ == "OllamaEmbeddings"
+    assert embeddings.model == "nomic-embed-text"  # type: ignore[attr-defined]
+
+
+def test_an_unprefixed_llm_model_stays_on_ollama_with_a_gateway(places: tuple[Path, Path]) -> None:
+    settings = CogitoSettings(
+        filter_endpoint="http://127.0.0.1:8080/v1", filter_model="qwen3.5:2b", llm_model="qwen3:4b"
+    )
+    assert type(chat_model_from_settings(settings)).__name__ == "ChatOpenAI"
+    assert type(chat_model_from_settings(settings, purpose="extract")).__name__ == "ChatOllama"
+
+
+@pytest.mark.parametrize(
+    ("source", "model"),
+    [("env", "anthropic/claude-haiku-4-5"), ("file", "anthropic:claude-haiku-4-5")],
+)
+def test_anthropic_key_and_model_use_langchain_anthropic(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, source: str, model: str
+) -> None:
+    if source == "env":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        _write(places[0], {"filter_model": model})
+    else:
+        _write(places[0], {"anthropic_api_key": "sk-ant-test-key", "filter_model": model})
+    settings = load_settings(filter_timeout_ms=3000)
+    assert "sk-ant-test-key" not in repr(settings)
+    chat = chat_model_from_settings(settings)
+    assert type(chat).__name__ == "ChatAnthropic"
+    assert chat.model == "claude-haiku-4-5"  # type: ignore[union-attr]
+    assert chat.anthropic_api_key.get_secret_value() == "sk-ant-test-key"  # type: ignore[union-attr]
+    assert chat.default_request_timeout == 3.0  # type: ignore[union-attr]
+
+
+def test_cogito_prefixed_anthropic_key_wins_over_the_shared_one(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-shared")
+    monkeypatch.setenv("COGITO_ANTHROPIC_API_KEY", "sk-cogito")
+    key = load_settings().anthropic_api_key
+    assert key is not None
+    assert key.get_secret_value() == "sk-cogito"
+
+
+def test_anthropic_model_without_a_key_says_what_to_set(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")  # exported empty: no key
+    _write(places[0], {"filter_model": "anthropic/claude-haiku-4-5"})
     with pytest.raises(ConfigError) as caught:
         load_settings()
-    assert "filter_endpoint" in str(caught.value)
-    assert "sk-ant-secret" not in str(caught.value)
+    message = str(caught.value)
+    assert f"config file {places[0]}: key 'filter_model'" in message
+    assert "ANTHROPIC_API_KEY" in message
+    assert "filter_endpoint" in message
+
+
+def test_missing_anthropic_extra_is_named(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", None)  # as if not installed
+    settings = CogitoSettings(anthropic_api_key="sk-ant-x", filter_model="anthropic:claude")
+    with pytest.raises(
+        ImportError, match=r"'anthropic' extra: pip install 'cogito-lc\[anthropic\]'"
+    ):
+        chat_model_from_settings(settings)
+
+
+@pytest.mark.parametrize(("key", "value"), [("recall_threshold", 400), ("query_threshold", 250.0)])
+def test_reference_thresholds_say_what_to_write_instead(
+    places: tuple[Path, Path], key: str, value: float
+) -> None:
+    _write(places[0], {key: value})
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert f"config file {places[0]}: key {key!r}" in message
+    assert "cosine-similarity floor between -1 and 1" in message
+    assert f"write {key}: 0.3" in message
+    assert "leave the key out" in message
+
+
+def test_similarity_thresholds_load(places: tuple[Path, Path]) -> None:
+    _write(places[0], {"recall_threshold": 0.2, "query_threshold": -1})
+    settings = load_settings()
+    assert (settings.recall_threshold, settings.query_threshold) == (0.2, -1.0)
 
 
 def test_file_must_hold_an_object(places: tuple[Path, Path]) -> None:
@@ -141,16 +301,16 @@ def test_secrets_are_masked_everywhere(
     places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     _write(places[0], {"filter_token": "file-secret-123"})
-    monkeypatch.setenv("COGITO_API_TOKEN", "env-secret-456")
+    monkeypatch.setenv("COGITO_API_TOKEN", "env-secret-456-long-enough")
     with caplog.at_level(logging.DEBUG):
         settings = load_settings()
     assert isinstance(settings.filter_token, SecretStr)
     assert settings.filter_token.get_secret_value() == "file-secret-123"
     assert settings.api_token is not None
-    assert settings.api_token.get_secret_value() == "env-secret-456"
+    assert settings.api_token.get_secret_value() == "env-secret-456-long-enough"
     for shown in (repr(settings), str(settings), settings.model_dump_json(), caplog.text):
         assert "file-secret-123" not in shown
-        assert "env-secret-456" not in shown
+        assert "env-secret-456-long-enough" not in shown
     assert "**********" in repr(settings)
 
 
@@ -176,13 +336,35 @@ def test_store_path_expands_the_home_directory(places: tuple[Path, Path]) -> Non
     assert load_settings().store_path == Path.home() / "memories"
 
 
-@pytest.mark.parametrize("value", ["mistral:7b", "gpt-4o", "openai:", "anthropic:claude"])
-def test_chat_model_needs_a_known_provider(
+@pytest.mark.parametrize("value", ["openai:", "ollama: ", "anthropic:", "  "])
+def test_chat_model_must_name_a_model(
     places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
     monkeypatch.setenv("COGITO_FILTER_MODEL", value)
-    with pytest.raises(ConfigError, match="filter_model must be a provider-prefixed model string"):
+    with pytest.raises(
+        ConfigError, match=r"environment variable COGITO_FILTER_MODEL.*filter_model"
+    ):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("value", "gateway", "route"),
+    [
+        ("ollama:qwen3:4b", False, ("ollama", "qwen3:4b")),
+        ("openai:gemma-3-270m", False, ("openai", "gemma-3-270m")),
+        ("anthropic:claude-haiku-4-5", True, ("anthropic", "claude-haiku-4-5")),
+        ("anthropic/claude-haiku-4-5", False, ("anthropic", "claude-haiku-4-5")),
+        ("anthropic/claude-haiku-4-5", True, ("openai", "anthropic/claude-haiku-4-5")),
+        ("mistral:7b", False, ("ollama", "mistral:7b")),
+        ("gpt-4o", True, ("openai", "gpt-4o")),
+        ("gpt-4o", False, ("ollama", "gpt-4o")),
+    ],
+)
+def test_model_strings_route_as_the_reference_reads_them(
+    value: str, gateway: bool, route: tuple[str, str]
+) -> None:
+    providers = ("ollama", "openai", "anthropic")
+    assert route_model_string(value, key="k", providers=providers, gateway=gateway) == route
 
 
 def test_model_string_splits_at_the_first_colon() -> None:
