@@ -14,9 +14,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -30,7 +32,7 @@ from pydantic import (
 )
 
 from cogito_lc._timestamps import parse_since
-from cogito_lc._validation import check_unicode, echo
+from cogito_lc._validation import check_similarity_floor, check_unicode, echo
 from cogito_lc.memory_store import RESERVED_METADATA_KEYS
 
 __all__ = [
@@ -101,7 +103,11 @@ def _integral(value: Any) -> Any:
 
 
 Limit = Annotated[int, Field(strict=True, ge=1, le=LIMIT_MAX), BeforeValidator(_integral)]
-Threshold = Annotated[StrictFloat, Field(ge=-1.0, le=1.0)]
+Threshold = Annotated[
+    StrictFloat,
+    AfterValidator(partial(check_similarity_floor, name="threshold")),
+    Field(json_schema_extra={"minimum": -1.0, "maximum": 1.0}),
+]
 
 _META_VALUE_SCHEMA: dict[str, Any] = {
     "anyOf": [

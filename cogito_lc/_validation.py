@@ -11,6 +11,7 @@ from langchain_core.documents import Document
 __all__ = [
     "check_documents",
     "check_query",
+    "check_similarity_floor",
     "check_unicode",
     "echo",
     "reject_unknown_kwargs",
@@ -18,6 +19,27 @@ __all__ = [
 
 ECHO_MAX_CHARS = 60
 """Most characters of a user's input an error message repeats."""
+
+
+def check_similarity_floor(value: float, *, name: str) -> float:
+    """``value`` if it is a cosine-similarity floor (-1..1); else an error naming the fix.
+
+    cogito-ergo's thresholds were L2 distances (``400``, ``250``); they have no
+    cosine equivalent, so the error says what to write instead.
+
+    Example:
+        >>> check_similarity_floor(0.3, name="threshold")
+        0.3
+    """
+    if not -1.0 <= value <= 1.0:
+        msg = (
+            f"{name} is a cosine-similarity floor between -1 and 1 (1: identical); "
+            "cogito-ergo's L2 distance cutoffs such as 400 have no equivalent here: "
+            f"write {name}: 0.3 (for example) to drop weak matches, "
+            "or leave the key out for no floor."
+        )
+        raise ValueError(msg)
+    return value
 
 
 def echo(value: Any, *, limit: int = ECHO_MAX_CHARS) -> str:

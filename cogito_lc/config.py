@@ -59,6 +59,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from cogito_lc._validation import check_similarity_floor
 from cogito_lc.llm_extractor import StructuredOutputMode
 
 __all__ = [
@@ -376,14 +377,8 @@ class CogitoSettings(BaseSettings):
     @field_validator("recall_threshold", "query_threshold", mode="after")
     @classmethod
     def _check_similarity_floor(cls, value: float | None, info: ValidationInfo) -> float | None:
-        if value is not None and not -1.0 <= value <= 1.0:
-            msg = (
-                f"{info.field_name} is a cosine-similarity floor between -1 and 1 "
-                "(1: identical); the reference's L2 distance cutoffs such as 400 have no "
-                f"equivalent here: write {info.field_name}: 0.3 (for example) to drop weak "
-                "matches, or leave the key out for no floor."
-            )
-            raise ValueError(msg)
+        if value is not None:
+            check_similarity_floor(value, name=str(info.field_name))
         return value
 
     @field_validator("host", "user_id", "collection", mode="after")

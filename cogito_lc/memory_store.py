@@ -412,7 +412,7 @@ class MemoryStore:
                 "split it (seed() does) or raise max_text_chars."
             )
             raise ValueError(msg)
-        return text
+        return check_unicode(text, name="text")
 
     def _prepare(
         self,
@@ -427,6 +427,7 @@ class MemoryStore:
         if not isinstance(doc_id, str) or not doc_id.strip():
             msg = f"id must be a non-empty string, got {doc_id!r}."
             raise ValueError(msg)
+        check_unicode(doc_id, name="id")
         meta = {**user_metadata, **scope.metadata(), "created_at": _now()}
         return Document(page_content=text, metadata=meta, id=doc_id)
 

@@ -197,12 +197,14 @@ def test_reference_l2_threshold_in_a_request_names_the_field(
     """``POST /recall`` of the HTTP API section sends ``"threshold": 400`` (an L2 cutoff).
 
     cogito-lc's thresholds are cosine similarities (-1..1): the request is
-    refused with 422 naming the field, not run with a meaningless floor.
+    refused with 422 naming the field and what to send instead, not run with a
+    meaningless floor.
     """
     body = {"text": "query string", "limit": 50, "threshold": 400}
     with httpx.Client(base_url=reference_server.base_url, timeout=120) as client:
         response = client.post("/recall", json=body)
         assert response.status_code == 422
         assert [e["field"] for e in response.json()["errors"]] == ["threshold"]
+        assert "write threshold: 0.3" in response.json()["errors"][0]["message"]
         body.pop("threshold")
         assert client.post("/recall", json=body).status_code == 200

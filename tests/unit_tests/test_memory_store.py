@@ -365,3 +365,11 @@ def test_a_scope_over_a_store_without_filters_is_rejected_when_built(
     assert unscoped.get(stored.id or "") == stored
     with pytest.raises(ValueError, match="_NoFilterStore"):
         unscoped.as_retriever(scope={"user_id": "alice"})
+
+
+def test_a_lone_surrogate_in_text_or_id_is_a_clear_error(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match="text holds a lone surrogate"):
+        memory.store("bad \ud800 text")
+    with pytest.raises(ValueError, match="id holds a lone surrogate"):
+        memory.store("good text", id="id-\udfff")
+    assert memory.count() == 0

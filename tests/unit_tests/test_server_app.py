@@ -580,3 +580,23 @@ def test_a_store_the_schema_lets_through_but_the_store_refuses_is_a_422(
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "text"
     assert "at most 20 characters" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/query", "/recall", "/recall_b"])
+def test_a_reference_l2_threshold_says_what_to_send_instead(client: TestClient, path: str) -> None:
+    response = client.post(path, json={"text": "q", "threshold": 400.0})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "threshold"
+    assert "write threshold: 0.3" in response.json()["detail"]
+
+
+def test_the_published_threshold_range_is_kept(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    floors = [
+        option
+        for schema in schemas.values()
+        for option in schema.get("properties", {}).get("threshold", {}).get("anyOf", [])
+        if option.get("type") == "number"
+    ]
+    assert floors
+    assert all((f["minimum"], f["maximum"]) == (-1.0, 1.0) for f in floors)
