@@ -87,7 +87,9 @@ class ChromaBackend(StoreBackend):
         if ids:
             self.collection.delete(ids=ids)
 
-    def unsearchable(self, *, k: int = 3, page_size: int = 1000) -> dict[str, Any]:
+    def unsearchable(
+        self, *, recent: int | None = None, k: int = 3, page_size: int = 1000
+    ) -> dict[str, Any]:
         """Stored vectors a search for themselves does not return among the ``k`` nearest.
 
         A vector is its own nearest neighbour (distance 0), so every stored row
@@ -95,12 +97,19 @@ class ChromaBackend(StoreBackend):
         duplicates crowd it out. Rows that do not are missing from the vector
         index or cut off from its graph.
 
+        Args:
+            recent: Check only the latest ``recent`` rows (rows come back in
+                insertion order); ``None`` checks every row.
+            k: How many nearest neighbours a row must be among.
+            page_size: Rows read and searched per call.
+
         Returns:
             The unsearchable rows' vectors, by id.
         """
         found: dict[str, Any] = {}
         total = int(self.collection.count())
-        for offset in range(0, total, page_size):
+        start = 0 if recent is None else max(0, total - recent)
+        for offset in range(start, total, page_size):
             page = self.collection.get(include=["embeddings"], limit=page_size, offset=offset)
             rows = {
                 doc_id: vector

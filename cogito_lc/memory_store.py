@@ -46,6 +46,10 @@ RESERVED_METADATA_KEYS = frozenset(
 """Metadata keys the store sets itself; user metadata may not use them."""
 
 ScopeLike = Scope | Mapping[str, Any] | None
+
+VERIFY_RECENT_MEMORIES = 2_000
+"""How many of the latest writes the start-up search-index check covers: twice
+Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
 
 
@@ -162,7 +166,7 @@ class MemoryStore:
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
         if verify_index and persist_directory(vectorstore) is not None and _first_use(vectorstore):
-            self.repair_search_index()
+            self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
 
     # -- writes -------------------------------------------------------------
 
@@ -319,15 +323,21 @@ class MemoryStore:
             self, path, glob, dry_run=dry_run, extract=extract, scope=scope, progress=progress
         )
 
-    def repair_search_index(self) -> builtins.list[str]:
+    def repair_search_index(self, *, recent: int | None = None) -> builtins.list[str]:
         """Re-index stored memories that a vector search for their own text cannot find.
 
         A process killed while Chroma persists its vector index can leave rows
-        that are stored (readable by id, listed) but unreachable by search. Every
-        stored vector is searched for; those not found among their nearest
-        neighbours are written to the index again. Runs when the first MemoryStore
-        over a persistent Chroma store object is built (``verify_index=True``);
-        other stores have nothing to check.
+        that are stored (readable by id, listed) but unreachable by search. The
+        stored vectors are searched for; those not found among their nearest
+        neighbours are written to the index again. Runs on the ``recent`` latest
+        writes (:data:`VERIFY_RECENT_MEMORIES`, the window a crash can tear) when
+        the first MemoryStore over a persistent Chroma store object is built
+        (``verify_index=True``), so start-up cost does not grow with the store;
+        call it with ``recent=None`` to check every memory. Other stores have
+        nothing to check.
+
+        Args:
+            recent: Check only the latest ``recent`` writes; ``None`` checks all.
 
         Returns:
             The ids that were re-indexed.
@@ -335,7 +345,7 @@ class MemoryStore:
         if not isinstance(self._backend, ChromaBackend):
             return []
         with self._lock:
-            unsearchable = self._backend.unsearchable()
+            unsearchable = self._backend.unsearchable(recent=recent)
             if not unsearchable:
                 return []
             ids = builtins.list(unsearchable)
