@@ -33,7 +33,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -48,6 +48,7 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from cogito_lc._deadline import call_with_deadline, is_timeout_error
 from cogito_lc._pointers import (
@@ -144,6 +145,8 @@ class FilterMethod(str, Enum):
         return self.value.startswith("fallback_")
 
 
+# typing_extensions.TypedDict: pydantic builds the input schema from this class and
+# rejects typing.TypedDict before Python 3.12.
 class PointerFilterInput(TypedDict):
     """Input of :class:`PointerFilter`."""
 
