@@ -21,7 +21,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._store_backend import StoreBackend, backend_for, persist_directory
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
-from cogito_lc.llm_extractor import ExtractionMethod
+from cogito_lc.llm_extractor import ExtractionMethod, ExtractionResult
 from cogito_lc.recall_b import RecallB
 from cogito_lc.scope import SCOPE_KEYS, Scope, as_scope
 
@@ -214,9 +214,10 @@ class MemoryStore:
     ) -> AddResult:
         """Extract atomic facts from ``text`` and store each verbatim.
 
-        If extraction fails (model unreachable, output unparseable) the text is
-        stored verbatim instead (``method="fallback_verbatim"``); if the model
-        answered ``[]`` on purpose nothing is stored (``method="no_facts"``).
+        Only an explicit empty answer from the model (``[]`` or ``{"items": []}``)
+        stores nothing (``method="no_facts"``). Every other way to end without facts
+        (model unreachable or failing, reply unparseable, all items invalid) stores the
+        text verbatim instead (``method="fallback_verbatim"``).
         """
         target = as_scope(scope, self.scope)
         source = self._prepare(text, None, None, target)
@@ -227,12 +228,16 @@ class MemoryStore:
             FactExtractionInput(text=text, context_hints=list(context_hints), max_facts=max_facts)
         )
         extraction = str(getattr(result.method, "value", result.method))
-        if result.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
-            logger.warning("fact extraction failed (%s); storing the text verbatim", extraction)
-            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
         facts: list[Fact] = list(result.value or [])
-        if not facts:
+        if not facts and _is_explicit_empty_answer(result):
             return AddResult([], "no_facts", source_id, extraction)
+        if not facts:
+            logger.warning(
+                "fact extraction gave no facts (%s, %d items dropped); storing the text verbatim",
+                extraction,
+                result.dropped,
+            )
+            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
         docs = [self._fact_document(fact, source_id, target) for fact in facts]
         return AddResult(self._write(docs), "facts", source_id, extraction)
 
@@ -433,6 +438,12 @@ class MemoryStore:
             retriever = ref()
             if retriever is not None:
                 retriever.refresh_lexical_index()
+
+
+def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:
+    """Whether the model answered with an empty list on purpose (nothing dropped)."""
+    answered = result.method in {ExtractionMethod.STRUCTURED, ExtractionMethod.TEXT}
+    return answered and result.dropped == 0 and result.value == []
 
 
 def _same_memory(held: Document, new: Document) -> bool:

@@ -23,8 +23,10 @@ import cogito_lc
 from cogito_lc import (
     CogitoRetriever,
     FactExtractor,
+    FactListOutputParser,
     LlmExtractor,
     PointerFilter,
+    PointerOutputParser,
     RecallB,
     SnapshotBuilder,
 )
@@ -43,8 +45,10 @@ FACTORIES: dict[str, Callable[[Chroma], Runnable[Any, Any]]] = {
         recall_b=RecallB(vectorstore=store), pointer_filter=PointerFilter.from_llm(_llm())
     ),
     "FactExtractor": lambda _: FactExtractor.from_llm(_llm()),
+    "FactListOutputParser": lambda _: FactListOutputParser(),
     "LlmExtractor": lambda _: LlmExtractor.from_llm(_llm(), output=Person, prompt="{text}"),
     "PointerFilter": lambda _: PointerFilter.from_llm(_llm()),
+    "PointerOutputParser": lambda _: PointerOutputParser(shown=5),
     "RecallB": lambda store: RecallB(vectorstore=store),
     "SnapshotBuilder": lambda _: SnapshotBuilder.from_llm(None),
 }
@@ -109,7 +113,7 @@ def test_pointer_filter_input_schema_names_its_fields() -> None:
 def test_pointer_filter_as_tool_runs() -> None:
     from langchain_core.documents import Document
 
-    tool = PointerFilter.from_llm(FakeListChatModel(responses=["[2]"])).as_tool(
+    tool = PointerFilter.from_llm(FakeListChatModel(responses=['{"ids": [2]}'])).as_tool(
         name="pick", description="Pick the relevant documents."
     )
     docs = [Document("a"), Document("b")]
