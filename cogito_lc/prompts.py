@@ -248,7 +248,7 @@ Candidates:
 Output ONLY a JSON object whose "ids" array holds the numbers of the relevant \
 candidates, ordered from most to least relevant. Use only numbers listed above, each at \
 most once. If no candidate is relevant, output {{"ids": []}}.
-Examples: {{"ids": [1, 4, 7]}}   or   {{"ids": []}}"""
+Examples: {{"ids": [2]}}   or   {{"ids": [3, 1]}}   or   {{"ids": []}}"""
 
 _SNAPSHOT = """\
 You are writing a compact index of an agent's long-term memory. It is read at the \
