@@ -16,17 +16,23 @@ STAMP := $(VENV)/.cogito-installed
 LLM_STAMP := $(VENV)/.cogito-llm-installed
 LOCOMO ?= ../shared/data/locomo/locomo10-dev.json
 PYTEST_ARGS ?=
+# The oldest Python the package claims (requires-python); the unit tier also runs on it.
+PYTHON_OLDEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10) $(shell command -v python3.10))
+VENV_OLDEST ?= .venv310
+PY_OLDEST := $(VENV_OLDEST)/bin/python
+STAMP_OLDEST := $(VENV_OLDEST)/.cogito-installed
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help setup setup-llm test test-unit test-integration lint format demo bench clean
+.PHONY: help setup setup-llm test test-unit test-unit-oldest test-integration lint format demo bench clean
 
 help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
 	@echo "make test   - set up and run the whole test suite (unit + integration)"
+	@echo "make test-unit-oldest - the unit tier on Python 3.10 (.venv310, no torch)"
 	@echo "make lint   - ruff and mypy (strict)"
 	@echo "make bench  - LoCoMo retrieval benchmark (LOCOMO=path)"
 
@@ -46,11 +52,27 @@ $(LLM_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
 	touch $(LLM_STAMP)
 
-test: setup setup-llm
+test: setup setup-llm test-unit-oldest
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit_tests $(PYTEST_ARGS)
+
+# The unit tier on the oldest supported Python, without the torch-based `local` extra
+# (on 3.10 it pulls a multi-gigabyte CUDA build); tests that need torch skip themselves.
+ifeq ($(PYTHON_OLDEST),)
+test-unit-oldest:
+	@echo "SKIP test-unit-oldest: no python3.10 found (set PYTHON_OLDEST=/path/to/python3.10)"
+else
+test-unit-oldest: $(STAMP_OLDEST)
+	$(PY_OLDEST) -m pytest tests/unit_tests $(PYTEST_ARGS)
+
+$(STAMP_OLDEST): pyproject.toml Makefile
+	test -x $(PY_OLDEST) || $(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
+	$(PY_OLDEST) -m pip install --quiet --upgrade pip
+	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,server,cli,dev,bench]"
+	touch $(STAMP_OLDEST)
+endif
 
 test-integration: setup setup-llm
 	$(PY) -m pytest tests/integration_tests $(PYTEST_ARGS)
@@ -71,4 +93,4 @@ bench: setup setup-llm
 	$(PY) benchmarks/locomo.py $(LOCOMO)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf $(VENV) $(VENV_OLDEST) .pytest_cache .mypy_cache .ruff_cache dist build

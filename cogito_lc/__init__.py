@@ -13,6 +13,7 @@ from cogito_lc.fact_extractor import (
     FactExtractor,
     FactExtractorBuilder,
     FactKind,
+    FactListOutputParser,
 )
 from cogito_lc.fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.lexical import Bm25Index
@@ -32,6 +33,7 @@ from cogito_lc.pointer_filter import (
     FilterResult,
     PointerFilter,
     PointerFilterBuilder,
+    PointerOutputParser,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from cogito_lc.recall_b import RecallB
@@ -62,6 +64,7 @@ __all__ = [
     "FactExtractor",
     "FactExtractorBuilder",
     "FactKind",
+    "FactListOutputParser",
     "FilterMethod",
     "FilterResult",
     "LlmExtractor",
@@ -70,6 +73,7 @@ __all__ = [
     "MemoryStore",
     "PointerFilter",
     "PointerFilterBuilder",
+    "PointerOutputParser",
     "PromptRegistry",
     "PromptVariablesError",
     "RecallB",

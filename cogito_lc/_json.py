@@ -28,6 +28,7 @@ __all__ = [
     "TruncatedJsonError",
     "extract_json",
     "extract_json_list",
+    "json_value_as_list",
     "remove_trailing_commas",
     "salvage_json_array",
     "strip_code_fences",
@@ -203,7 +204,24 @@ def extract_json_list(text: str) -> list[Any]:
         TruncatedJsonError: If the first JSON value in the text is cut off.
         JsonExtractionError: If neither an array nor an object can be decoded.
     """
-    value = extract_json(text, shape="any")
+    return json_value_as_list(extract_json(text, shape="any"))
+
+
+def json_value_as_list(value: Any) -> list[Any]:
+    """Return a decoded JSON value as the list it stands for.
+
+    A list is returned as is, an object wrapping one list (such as ``{"items":
+    [...]}``) is unwrapped, and any other object becomes a one-element list.
+
+    Args:
+        value: A decoded JSON value.
+
+    Returns:
+        The list.
+
+    Raises:
+        JsonExtractionError: If ``value`` is neither an array nor an object.
+    """
     if isinstance(value, list):
         return value
     if isinstance(value, dict):

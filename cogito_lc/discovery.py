@@ -30,7 +30,7 @@ NEEDS = (
 )
 """What to do when :func:`find_chat_model` finds nothing."""
 
-_MODES = {"auto", "json_schema", "json_object", "format", "none"}
+_MODES = {"auto", "langchain", "json_schema", "json_object", "format", "none"}
 
 
 @dataclass

@@ -19,16 +19,21 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
+from langchain_core.exceptions import OutputParserException
+from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cogito_lc._structured_output import StructuredOutputMode
+from cogito_lc._json import JsonExtractionError
+from cogito_lc._structured_output import LIST_WRAPPER_KEY, StructuredOutputMode
 from cogito_lc._tracing import arun_traced, run_traced
 from cogito_lc.llm_extractor import (
     ExtractionMethod,
     ExtractionResult,
     LlmExtractor,
+    decode_items,
+    validate_items,
     with_model_name,
 )
 from cogito_lc.prompts import PromptLike, PromptRegistry, resolve_prompt
@@ -41,6 +46,7 @@ __all__ = [
     "FactExtractorBuilder",
     "FactExtractorInput",
     "FactKind",
+    "FactListOutputParser",
     "render_context_section",
 ]
 
@@ -175,9 +181,10 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
     prompt of the registry, which is the built-in one unless overridden. At most
     ``max_facts`` facts are returned; entries with an unknown kind or no content are
     dropped and logged; empty text returns ``[]`` without calling the model; an
-    unparseable reply returns ``[]`` with a logged warning; an unreachable model
-    returns ``[]`` unless ``raise_on_error``. :meth:`invoke_with_result` also tells
-    how the run went.
+    unparseable reply, or one whose items were all dropped, returns ``[]`` as
+    ``parse_error`` with a logged warning; a model call that fails in any way returns
+    ``[]`` as ``error`` with a logged warning unless ``raise_on_error``.
+    :meth:`invoke_with_result` also tells how the run went.
 
     Example:
         ```python
@@ -233,7 +240,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
                 ``{max_facts}``.
             model: Model name to set on the chat model.
             structured_output: How the output schema reaches the model.
-            raise_on_error: Raise transport failures instead of returning ``[]``.
+            raise_on_error: Raise model failures instead of returning ``[]``.
             registry: Registry to take the default prompt from.
 
         Returns:
@@ -387,7 +394,7 @@ class FactExtractorBuilder:
         return self
 
     def raise_on_error(self, value: bool = True) -> FactExtractorBuilder:
-        """Raise transport failures instead of returning ``[]``."""
+        """Raise model failures instead of returning ``[]``."""
         self._raise_on_error = value
         return self
 
@@ -409,6 +416,76 @@ class FactExtractorBuilder:
             structured_output=self._structured_output,
             raise_on_error=self._raise_on_error,
             registry=self._registry,
+        )
+
+
+class FactListOutputParser(BaseOutputParser[list[Fact]]):
+    """Parse a chat model's reply into facts, as tolerantly as :class:`FactExtractor` does.
+
+    Accepts ``{"items": [...]}`` (what the default prompt and schema ask for) or a
+    bare array, inside code fences, after ``<think>`` blocks or among prose, with
+    trailing commas or cut off mid-array. Invalid items are dropped; a reply with
+    no JSON, or whose items are all invalid, raises ``OutputParserException``.
+
+    Example:
+        ```python
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.prompts import ChatPromptTemplate
+        from cogito_lc import FactListOutputParser
+
+        llm = FakeListChatModel(
+            responses=['Sure: {"items": [{"content": "Deploys freeze on Fridays.", '
+                       '"kind": "rule", "importance": 0.9}, {"content": "?", "kind": "x"}]}']
+        )
+        prompt = ChatPromptTemplate.from_template("Facts in: {text}")
+        chain = prompt | llm | FactListOutputParser()
+        chain.invoke({"text": "No deploys on Fridays."})
+        # [Fact(content='Deploys freeze on Fridays.', kind=<FactKind.RULE: 'rule'>,
+        #       importance=0.9)]
+        ```
+    """
+
+    max_facts: int | None = Field(default=None, ge=1)
+    """Most facts returned; ``None`` keeps all valid ones."""
+
+    @property
+    def _type(self) -> str:
+        return "fact_list"
+
+    @property
+    def OutputType(self) -> type[list[Fact]]:  # noqa: N802 - the Runnable interface's name
+        """``list[Fact]``."""
+        return list[Fact]
+
+    def parse(self, text: str) -> list[Fact]:
+        """Parse the reply text.
+
+        Args:
+            text: The model's reply.
+
+        Returns:
+            The valid facts, at most ``max_facts``; ``[]`` for an empty answer.
+
+        Raises:
+            OutputParserException: If the reply holds no JSON list or object, or none
+                of its items is a valid fact.
+        """
+        try:
+            items, _ = decode_items(text)
+        except JsonExtractionError as exc:
+            raise OutputParserException(str(exc), llm_output=text) from exc
+        facts, errors = validate_items(items, Fact)
+        if items and not facts:
+            msg = f"none of the {len(items)} items of the reply is a valid Fact: {errors[0][1]}"
+            raise OutputParserException(msg, llm_output=text)
+        return facts if self.max_facts is None else facts[: self.max_facts]
+
+    def get_format_instructions(self) -> str:
+        """Describe the reply the parser expects, for a prompt."""
+        return (
+            f'Return a JSON object only, no prose: {{"{LIST_WRAPPER_KEY}": [{{"content": '
+            '"...", "kind": "rule|preference|context|decision|observation", "importance": '
+            f'0.5}}]}}. With no facts, return {{"{LIST_WRAPPER_KEY}": []}}.'
         )
 
 

@@ -10,9 +10,11 @@ How each run went is reported as a ``method``:
 
 - ``structured``: the model was called with a JSON schema and its reply parsed.
 - ``text``: the model was called without a schema and its reply parsed.
-- ``parse_error``: the reply could not be parsed; the empty value is returned.
-- ``error``: the model could not be reached (connection refused, timeout, HTTP 5xx
-  or 429); the empty value is returned unless ``raise_on_error=True``.
+- ``parse_error``: the reply could not be parsed, or none of the items of a list
+  reply was valid; the empty value is returned.
+- ``error``: the model call failed (connection refused, timeout, HTTP errors, or any
+  other exception the model raised); the empty value is returned and a warning
+  logged unless ``raise_on_error=True``.
 - ``skipped``: no model call was needed (used by components built on the extractor).
 
 Callers read it from :meth:`LlmExtractor.invoke_with_result`, which returns an
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar, cast
 
-from langchain_core.messages import BaseMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import (
@@ -38,7 +39,7 @@ from langchain_core.runnables import (
     RunnableConfig,
     RunnableSerializable,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from cogito_lc import _structured_output, _tracing, _transport
 from cogito_lc._json import (
@@ -46,13 +47,18 @@ from cogito_lc._json import (
     TruncatedJsonError,
     extract_json,
     extract_json_list,
+    json_value_as_list,
     salvage_json_array,
 )
 from cogito_lc._structured_output import (
+    Attempt,
+    ModelReply,
     StructuredOutputMode,
+    attempts,
     detect_structured_output_mode,
+    read_reply,
+    reply_text,
     request_schema,
-    structured_call_kwargs,
     structured_output_kwargs,
 )
 from cogito_lc._tracing import EXTRACTION_EVENT, arun_traced, run_traced
@@ -68,6 +74,7 @@ __all__ = [
     "LlmExtractorBuilder",
     "StructuredOutputMode",
     "arun_traced",
+    "decode_items",
     "detect_structured_output_mode",
     "is_schema_rejection",
     "is_timeout_error",
@@ -76,6 +83,7 @@ __all__ = [
     "request_schema",
     "run_traced",
     "structured_output_kwargs",
+    "validate_items",
     "with_model_name",
 ]
 
@@ -197,8 +205,12 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
 
     Input is a string (bound to the prompt variable ``input_key``) or a dict of
     prompt variables. Output is an ``O`` or ``None``, or a ``list[O]`` when
-    ``many=True``. Parse failures never raise; transport failures raise only with
+    ``many=True``. Parse failures never raise; model failures raise only with
     ``raise_on_error=True``. Use :meth:`invoke_with_result` to learn how a run went.
+
+    ``LlmExtractor[Person](llm=..., prompt=...)`` takes ``output`` from the type
+    parameter, and the output schema (:meth:`get_output_jsonschema`) is the one of
+    ``Person | None``, or of ``list[Person]`` when ``many=True``.
 
     Example:
         ```python
@@ -248,7 +260,21 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     """How the output schema reaches the model (see :data:`StructuredOutputMode`)."""
 
     raise_on_error: bool = False
-    """Raise transport failures instead of returning the empty value."""
+    """Raise model failures instead of returning the empty value."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _output_from_type_parameter(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("output") is None:
+            parameter = _type_parameter(cls)
+            if parameter is not None:
+                return {**data, "output": parameter}
+        return data
+
+    @property
+    def OutputType(self) -> Any:  # noqa: N802 - the Runnable interface's name
+        """``list[O]`` when ``many=True``, else ``O | None``."""
+        return list[self.output] if self.many else self.output | None  # type: ignore[name-defined]
 
     @classmethod
     def builder(cls, llm: Runnable[Any, Any]) -> LlmExtractorBuilder[BaseModel]:
@@ -353,8 +379,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
 
         Raises:
             ValueError: If ``max_items`` is less than 1.
-            Exception: Transport failures when ``raise_on_error`` is set; bad
-                requests, authentication and programming errors always.
+            Exception: Whatever the model raised, when ``raise_on_error`` is set.
         """
         variables = self._variables(input, max_items)
         return run_traced(
@@ -402,43 +427,43 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         variables = self.prompt.input_variables
         return variables[0] if len(variables) == 1 else "text"
 
-    def _attempts(self, max_items: int | None) -> Iterator[tuple[bool, dict[str, Any]]]:
-        """Yield ``(structured, call kwargs)``: with the schema if any, then without."""
-        mode = self.resolved_structured_output()
-        if mode != "none":
-            yield (
-                True,
-                structured_call_kwargs(mode, self.output, many=self.many, max_items=max_items),
-            )
-        yield False, {}
-
     def _extract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = self.prompt.invoke(variables, config)
-        for structured, kwargs in self._attempts(max_items):
+        for attempt in self._attempts(max_items):
             try:
-                reply = self.llm.invoke(prompt_value, config, **kwargs)
+                output = attempt.runnable.invoke(prompt_value, config, **attempt.kwargs)
             except Exception as exc:
-                if self._retry_without_schema(exc, structured=structured):
+                if self._retry_without_schema(exc, structured=attempt.structured):
                     continue
                 return self._failure(exc)
-            return self._parse(reply_text(reply), structured=structured, max_items=max_items)
+            return self._parse(read_reply(output), attempt.structured, max_items)
         raise AssertionError(_UNREACHABLE)
 
     async def _aextract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = await self.prompt.ainvoke(variables, config)
-        for structured, kwargs in self._attempts(max_items):
+        for attempt in self._attempts(max_items):
             try:
-                reply = await self.llm.ainvoke(prompt_value, config, **kwargs)
+                output = await attempt.runnable.ainvoke(prompt_value, config, **attempt.kwargs)
             except Exception as exc:
-                if self._retry_without_schema(exc, structured=structured):
+                if self._retry_without_schema(exc, structured=attempt.structured):
                     continue
                 return self._failure(exc)
-            return self._parse(reply_text(reply), structured=structured, max_items=max_items)
+            return self._parse(read_reply(output), attempt.structured, max_items)
         raise AssertionError(_UNREACHABLE)
+
+    def _attempts(self, max_items: int | None) -> Iterator[Attempt]:
+        return attempts(
+            self.llm,
+            self.structured_output,
+            self.output,
+            many=self.many,
+            max_items=max_items,
+            owner=self.get_name(),
+        )
 
     def _retry_without_schema(self, exc: Exception, *, structured: bool) -> bool:
         if not (structured and schema_may_be_rejected(exc)):
@@ -452,8 +477,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         return True
 
     def _failure(self, exc: Exception) -> ExtractionResult[Any]:
-        """Report a transport failure as ``error``; re-raise anything else."""
-        if not is_transport_error(exc) or self.raise_on_error:
+        """Report a failed model call as ``error``, or re-raise it with ``raise_on_error``."""
+        if self.raise_on_error:
             raise exc
         logger.warning(
             "%s: model call failed (%s: %s); returning %r.",
@@ -461,65 +486,74 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             type(exc).__name__,
             exc,
             self.empty_value,
+            # A failure other than the network's is likely a bug worth its traceback.
+            exc_info=None if is_transport_error(exc) else exc,
         )
         return ExtractionResult(
             self.empty_value, ExtractionMethod.ERROR, error=f"{type(exc).__name__}: {exc}"
         )
 
-    def _parse(self, raw: str, *, structured: bool, max_items: int | None) -> ExtractionResult[Any]:
+    def _parse(
+        self, reply: ModelReply, structured: bool, max_items: int | None
+    ) -> ExtractionResult[Any]:
         method = ExtractionMethod.STRUCTURED if structured else ExtractionMethod.TEXT
         if not self.many:
-            return self._parse_one(raw, method)
+            return self._parse_one(reply, method)
+        raw = reply.text
         try:
-            items = extract_json_list(raw)
-        except TruncatedJsonError as exc:
-            items = salvage_json_array(raw)
-            if not items:
-                return self._parse_error(raw, exc)
+            items = self._items(reply)
+        except JsonExtractionError as exc:
+            return self._parse_error(raw, exc)
+        values, errors = validate_items(items, self.output)
+        self._log_dropped(items, errors)
+        if items and not values:
+            msg = f"none of the {len(items)} items of the reply is a valid {self.output.__name__}"
+            return self._parse_error(raw, ValueError(msg), dropped=len(errors))
+        if max_items is not None:
+            values = values[:max_items]
+        return ExtractionResult(values, method, raw, dropped=len(errors))
+
+    def _items(self, reply: ModelReply) -> list[Any]:
+        if reply.parsed is not None:
+            return json_value_as_list(reply.parsed)
+        items, truncated = decode_items(reply.text)
+        if truncated:
             logger.warning(
                 "%s: the model reply was cut off; kept its %d complete items. Raise the "
                 "model's output token limit.",
                 self.get_name(),
                 len(items),
             )
-        except JsonExtractionError as exc:
-            return self._parse_error(raw, exc)
-        values, dropped = self._validate_items(items)
-        if max_items is not None:
-            values = values[:max_items]
-        return ExtractionResult(values, method, raw, dropped=dropped)
+        return items
 
-    def _parse_one(self, raw: str, method: ExtractionMethod) -> ExtractionResult[Any]:
+    def _parse_one(self, reply: ModelReply, method: ExtractionMethod) -> ExtractionResult[Any]:
         try:
-            value = self.output.model_validate(extract_json(raw, shape="object"))
+            value = reply.parsed
+            if not isinstance(value, dict):
+                value = extract_json(reply.text, shape="object")
+            parsed = self.output.model_validate(value)
         except (JsonExtractionError, ValidationError) as exc:
-            return self._parse_error(raw, exc)
-        return ExtractionResult(value, method, raw)
+            return self._parse_error(reply.text, exc)
+        return ExtractionResult(parsed, method, reply.text)
 
-    def _validate_items(self, items: list[Any]) -> tuple[list[O], int]:
-        values: list[O] = []
-        for index, item in enumerate(items):
-            try:
-                values.append(self.output.model_validate(item))
-            except ValidationError as exc:  # noqa: PERF203
-                logger.info(
-                    "%s: dropped item %d (%s): %s",
-                    self.get_name(),
-                    index,
-                    _summarise(exc),
-                    str(item)[:_RAW_PREVIEW_CHARS],
-                )
-        dropped = len(items) - len(values)
-        if dropped:
+    def _log_dropped(self, items: list[Any], errors: list[tuple[int, ValidationError]]) -> None:
+        for index, error in errors:
+            logger.info(
+                "%s: dropped item %d (%s): %s",
+                self.get_name(),
+                index,
+                _summarise(error),
+                str(items[index])[:_RAW_PREVIEW_CHARS],
+            )
+        if errors:
             logger.warning(
                 "%s: dropped %d of %d items that failed validation.",
                 self.get_name(),
-                dropped,
+                len(errors),
                 len(items),
             )
-        return values, dropped
 
-    def _parse_error(self, raw: str, exc: Exception) -> ExtractionResult[Any]:
+    def _parse_error(self, raw: str, exc: Exception, *, dropped: int = 0) -> ExtractionResult[Any]:
         logger.warning(
             "%s: could not parse the model reply (%s); returning %r. Raw reply starts with: %r",
             self.get_name(),
@@ -527,7 +561,9 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             self.empty_value,
             raw[:_RAW_PREVIEW_CHARS],
         )
-        return ExtractionResult(self.empty_value, ExtractionMethod.PARSE_ERROR, raw, error=str(exc))
+        return ExtractionResult(
+            self.empty_value, ExtractionMethod.PARSE_ERROR, raw, error=str(exc), dropped=dropped
+        )
 
 
 class LlmExtractorBuilder(Generic[O]):
@@ -595,7 +631,7 @@ class LlmExtractorBuilder(Generic[O]):
         return self._with(input_key=key)
 
     def raise_on_error(self, value: bool = True) -> LlmExtractorBuilder[O]:
-        """Raise transport failures instead of returning the empty value."""
+        """Raise model failures instead of returning the empty value."""
         return self._with(raise_on_error=value)
 
     def name(self, name: str) -> LlmExtractorBuilder[O]:
@@ -619,18 +655,57 @@ class LlmExtractorBuilder(Generic[O]):
 _UNREACHABLE = "unreachable: the attempt without a schema always returns or raises"
 
 
-def reply_text(reply: Any) -> str:
-    """Return the text of a chat model reply (a message) or of a plain LLM reply (a string).
+def decode_items(raw: str) -> tuple[list[Any], bool]:
+    """Decode the JSON list in a model reply tolerantly (see :func:`extract_json_list`).
 
     Args:
-        reply: What the model's ``invoke`` returned.
+        raw: The reply text.
 
     Returns:
-        The reply text.
+        The items, and whether the reply was cut off (then only its complete items).
+
+    Raises:
+        JsonExtractionError: If the reply holds no list, object or complete item.
     """
-    if isinstance(reply, BaseMessage):
-        return str(reply.text)
-    return str(reply)
+    try:
+        return extract_json_list(raw), False
+    except TruncatedJsonError:
+        items = salvage_json_array(raw)
+        if not items:
+            raise
+        return items, True
+
+
+def validate_items(
+    items: list[Any], output: type[P]
+) -> tuple[list[P], list[tuple[int, ValidationError]]]:
+    """Validate each item as ``output``, keeping the valid ones.
+
+    Args:
+        items: Decoded JSON items.
+        output: Pydantic model of one item.
+
+    Returns:
+        The valid items in order, and the index and error of each dropped one.
+    """
+    values: list[P] = []
+    errors: list[tuple[int, ValidationError]] = []
+    for index, item in enumerate(items):
+        try:
+            values.append(output.model_validate(item))
+        except ValidationError as exc:  # noqa: PERF203
+            errors.append((index, exc))
+    return values, errors
+
+
+def _type_parameter(cls: type[Any]) -> type[BaseModel] | None:
+    """The pydantic model ``cls`` was parametrised with, as in ``LlmExtractor[Person]``."""
+    metadata: dict[str, Any] = getattr(cls, "__pydantic_generic_metadata__", None) or {}
+    arguments: tuple[Any, ...] = tuple(metadata.get("args") or ())
+    if len(arguments) != 1:
+        return None
+    argument = arguments[0]
+    return argument if isinstance(argument, type) and issubclass(argument, BaseModel) else None
 
 
 def _summarise(exc: ValidationError) -> str:

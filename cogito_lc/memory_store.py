@@ -23,7 +23,7 @@ from cogito_lc._store_backend import ChromaBackend, StoreBackend, backend_for, p
 from cogito_lc._validation import check_unicode
 from cogito_lc._vocab_file import load_vocab_map
 from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor
-from cogito_lc.llm_extractor import ExtractionMethod
+from cogito_lc.llm_extractor import ExtractionMethod, ExtractionResult
 from cogito_lc.recall_b import RecallB
 from cogito_lc.scope import SCOPE_KEYS, Scope, as_scope
 
@@ -225,9 +225,10 @@ class MemoryStore:
     ) -> AddResult:
         """Extract atomic facts from ``text`` and store each verbatim.
 
-        If extraction fails (model unreachable, output unparseable) the text is
-        stored verbatim instead (``method="fallback_verbatim"``); if the model
-        answered ``[]`` on purpose nothing is stored (``method="no_facts"``).
+        Only an explicit empty answer from the model (``[]`` or ``{"items": []}``)
+        stores nothing (``method="no_facts"``). Every other way to end without facts
+        (model unreachable or failing, reply unparseable, all items invalid) stores the
+        text verbatim instead (``method="fallback_verbatim"``).
         """
         target = as_scope(scope, self.scope)
         source = self._prepare(text, None, None, target)
@@ -238,12 +239,16 @@ class MemoryStore:
             FactExtractionInput(text=text, context_hints=list(context_hints), max_facts=max_facts)
         )
         extraction = str(getattr(result.method, "value", result.method))
-        if result.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
-            logger.warning("fact extraction failed (%s); storing the text verbatim", extraction)
-            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
         facts: list[Fact] = list(result.value or [])
-        if not facts:
+        if not facts and _is_explicit_empty_answer(result):
             return AddResult([], "no_facts", source_id, extraction)
+        if not facts:
+            logger.warning(
+                "fact extraction gave no facts (%s, %d items dropped); storing the text verbatim",
+                extraction,
+                result.dropped,
+            )
+            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
         docs = [self._fact_document(fact, source_id, target) for fact in facts]
         return AddResult(self._write(docs), "facts", source_id, extraction)
 
@@ -506,6 +511,12 @@ def _first_use(store: VectorStore) -> bool:
             return False
         _VERIFIED_STORES.add(store)
         return True
+
+
+def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:
+    """Whether the model answered with an empty list on purpose (nothing dropped)."""
+    answered = result.method in {ExtractionMethod.STRUCTURED, ExtractionMethod.TEXT}
+    return answered and result.dropped == 0 and result.value == []
 
 
 def _same_memory(held: Document, new: Document) -> bool:

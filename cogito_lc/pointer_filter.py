@@ -1,7 +1,8 @@
 """``PointerFilter``: an LLM picks relevant candidates by number; the stored documents come back.
 
 The filter shows a chat model the candidates as ``[1] text``, ``[2] text``, ... and
-asks for ONLY a JSON array of the relevant numbers, most relevant first. The
+asks for ONLY the relevant numbers, most relevant first, as ``{"ids": [...]}`` (a
+bare array is read too). The
 numbers are bounds-checked and dereferenced to the very ``Document`` objects the
 filter was given: the model's output never becomes memory text, so what comes
 back is exactly what was stored.
@@ -30,10 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -43,11 +45,13 @@ from langchain_core.callbacks import (
     dispatch_custom_event,
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.messages import BaseMessage
+from langchain_core.exceptions import OutputParserException
+from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from cogito_lc._deadline import call_with_deadline, is_timeout_error
 from cogito_lc._pointers import (
@@ -59,9 +63,10 @@ from cogito_lc._pointers import (
     render_candidates,
 )
 from cogito_lc._structured_output import (
+    Attempt,
     StructuredOutputMode,
-    detect_structured_output_mode,
-    structured_call_kwargs,
+    attempts,
+    read_reply,
 )
 from cogito_lc._transport import is_transport_error, schema_may_be_rejected
 from cogito_lc._validation import (
@@ -88,6 +93,7 @@ __all__ = [
     "PointerFilter",
     "PointerFilterBuilder",
     "PointerFilterInput",
+    "PointerOutputParser",
 ]
 
 logger = logging.getLogger(__name__)
@@ -144,6 +150,8 @@ class FilterMethod(str, Enum):
         return self.value.startswith("fallback_")
 
 
+# typing_extensions.TypedDict: pydantic builds the input schema from this class and
+# rejects typing.TypedDict before Python 3.12.
 class PointerFilterInput(TypedDict):
     """Input of :class:`PointerFilter`."""
 
@@ -537,26 +545,28 @@ class PointerFilter(
             char_budget=self.char_budget,
         )
 
-    def _attempts(self, shown: int) -> Iterator[tuple[bool, dict[str, Any]]]:
+    def _attempts(self, shown: int) -> Iterator[Attempt]:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
-        mode = self.structured_output
-        if mode == "auto":
-            mode = detect_structured_output_mode(self.llm)
-        if mode != "none":
-            yield True, structured_call_kwargs(mode, pointer_model(shown), many=False)
-        yield False, {}
+        return attempts(
+            self.llm,
+            self.structured_output,
+            pointer_model(shown),
+            many=False,
+            owner=self.get_name(),
+        )
 
     def _ask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         prompt_value = self.prompt.invoke({"query": query, "candidates": block.text}, config)
-        for structured, kwargs in self._attempts(block.shown):
+        for attempt in self._attempts(block.shown):
             try:
-                reply = self.llm.invoke(prompt_value, config, **kwargs)
+                output = attempt.runnable.invoke(prompt_value, config, **attempt.kwargs)
             except Exception as exc:
-                if structured and self._retry_without_schema(exc):
+                if attempt.structured and self._retry_without_schema(exc):
                     continue
                 raise
-            return _Reply(_reply_text(reply), structured, block, _prompt_text(prompt_value))
+            text = read_reply(output).text
+            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
         msg = "unreachable: the attempt without a schema always returns or raises"
         raise AssertionError(msg)
 
@@ -564,14 +574,15 @@ class PointerFilter(
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         variables = {"query": query, "candidates": block.text}
         prompt_value = await self.prompt.ainvoke(variables, config)
-        for structured, kwargs in self._attempts(block.shown):
+        for attempt in self._attempts(block.shown):
             try:
-                reply = await self.llm.ainvoke(prompt_value, config, **kwargs)
+                output = await attempt.runnable.ainvoke(prompt_value, config, **attempt.kwargs)
             except Exception as exc:
-                if structured and self._retry_without_schema(exc):
+                if attempt.structured and self._retry_without_schema(exc):
                     continue
                 raise
-            return _Reply(_reply_text(reply), structured, block, _prompt_text(prompt_value))
+            text = read_reply(output).text
+            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
         msg = "unreachable: the attempt without a schema always returns or raises"
         raise AssertionError(msg)
 
@@ -663,6 +674,67 @@ class PointerFilter(
             structured=structured,
             raw=raw,
             error=error,
+        )
+
+
+class PointerOutputParser(BaseOutputParser[list[int]]):
+    r"""Read candidate numbers from a chat model's reply, as :class:`PointerFilter` does.
+
+    Accepts ``{"ids": [...]}`` (what the default prompt and schema ask for) or a bare
+    array, among prose, code fences or ``<think>`` blocks, or cut off mid-array. Keeps
+    ints from 1 to ``shown`` (any positive int when ``shown`` is ``None``), each once,
+    in the model's order. A reply without an array, or with a non-empty array holding
+    no valid number, raises ``OutputParserException``.
+
+    Example:
+        ```python
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.prompts import ChatPromptTemplate
+        from cogito_lc import PointerOutputParser
+
+        llm = FakeListChatModel(responses=['<think>2 fits</think> {"ids": [2, 2, 9, 1]}'])
+        prompt = ChatPromptTemplate.from_template("Which of these answer {query}?\n{candidates}")
+        chain = prompt | llm | PointerOutputParser(shown=3)
+        chain.invoke({"query": "q", "candidates": "[1] a\n[2] b\n[3] c"})
+        # [2, 1]
+        ```
+    """
+
+    shown: int | None = Field(default=None, ge=1)
+    """Number of candidates shown to the model; ``None`` accepts any positive number."""
+
+    @property
+    def _type(self) -> str:
+        return "pointer_list"
+
+    @property
+    def OutputType(self) -> type[list[int]]:  # noqa: N802 - the Runnable interface's name
+        """``list[int]``."""
+        return list[int]
+
+    def parse(self, text: str) -> list[int]:
+        """Parse the reply text.
+
+        Args:
+            text: The model's reply.
+
+        Returns:
+            The valid 1-based candidate numbers; ``[]`` when the model answered none.
+
+        Raises:
+            OutputParserException: If the reply holds no array of candidate numbers.
+        """
+        try:
+            parsed = parse_pointers(text, self.shown or sys.maxsize)
+        except PointerParseError as exc:
+            raise OutputParserException(str(exc), llm_output=text) from exc
+        return list(parsed.pointers)
+
+    def get_format_instructions(self) -> str:
+        """Describe the reply the parser expects, for a prompt."""
+        return (
+            'Output ONLY a JSON object whose "ids" array holds the numbers of the relevant '
+            'candidates, most relevant first, for example {"ids": [1, 4, 7]} or {"ids": []}.'
         )
 
 
@@ -772,10 +844,6 @@ def _unique(
 
 def _prompt_text(prompt_value: PromptValue) -> str:
     return "\n".join(message.text for message in prompt_value.to_messages())
-
-
-def _reply_text(reply: Any) -> str:
-    return str(reply.text) if isinstance(reply, BaseMessage) else str(reply)
 
 
 def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:

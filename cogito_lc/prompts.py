@@ -229,13 +229,13 @@ Classify each fact as one of:
 - "decision"    — a past choice with rationale (informative, not prescriptive for future)
 - "observation" — an ongoing state worth being aware of
 
-Return a JSON array only, no prose:
-[
+Return a JSON object only, no prose, with the facts in its "items" array:
+{{"items": [
   {{ "content": "...", "kind": "rule|preference|context|decision|observation", \
 "importance": 0.0–1.0 }}
-]
+]}}
 
-If the output contains no useful facts, return an empty array: []"""  # noqa: RUF001
+If the output contains no useful facts, return an empty list: {{"items": []}}"""  # noqa: RUF001
 
 _POINTER_FILTER = """\
 You are selecting which stored memories answer a query.
@@ -245,10 +245,10 @@ Query: {query}
 Candidates:
 {candidates}
 
-Output ONLY a JSON array of integers: the numbers of the relevant candidates, ordered \
-from most to least relevant. Use only numbers listed above, each at most once. If no \
-candidate is relevant, output [].
-Examples: [1, 4, 7]   or   []"""
+Output ONLY a JSON object whose "ids" array holds the numbers of the relevant \
+candidates, ordered from most to least relevant. Use only numbers listed above, each at \
+most once. If no candidate is relevant, output {{"ids": []}}.
+Examples: {{"ids": [2]}}   or   {{"ids": [3, 1]}}   or   {{"ids": []}}"""
 
 _SNAPSHOT = """\
 You are writing a compact index of an agent's long-term memory. It is read at the \
@@ -304,13 +304,13 @@ class _Builtin:
 _BUILTINS: dict[str, _Builtin] = {
     "fact_extraction": _Builtin(
         _FACT_EXTRACTION,
-        "1",
+        "2",
         "Extract atomic, classified memory facts from an agent's output.",
         PromptContract(frozenset({"text"}), frozenset({"context_section", "max_facts"})),
     ),
     "pointer_filter": _Builtin(
         _POINTER_FILTER,
-        "1",
+        "2",
         "Select relevant candidates by number only, most relevant first.",
         PromptContract(frozenset({"query", "candidates"})),
     ),

@@ -201,7 +201,7 @@ def test_help_documents_exit_codes(env: dict[str, str], tmp_path: Path) -> None:
     listed = cli("prompts", "list", env=env, cwd=tmp_path)
     assert "fact_extraction" in listed.stdout
     shown = cli("prompts", "show", "pointer_filter", env=env, cwd=tmp_path)
-    assert "JSON array of integers" in shown.stdout
+    assert '"ids" array holds the numbers' in shown.stdout
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from uuid import UUID
 import httpx
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel, FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -23,12 +24,14 @@ from cogito_lc.fact_extractor import (
     FactExtractor,
     FactExtractorBuilder,
     FactKind,
+    FactListOutputParser,
     render_context_section,
 )
 from cogito_lc.llm_extractor import ExtractionMethod
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 
-# The default prompt exactly as the specification gives it.
+# The default prompt as the specification gives it, except that the reply is the object
+# the structured-output schema describes ({"items": [...]}) rather than a bare array.
 SPEC_PROMPT = """\
 You are extracting reusable memory facts from an AI agent's completed work.
 
@@ -52,13 +55,13 @@ Classify each fact as one of:
 - "decision"    — a past choice with rationale (informative, not prescriptive for future)
 - "observation" — an ongoing state worth being aware of
 
-Return a JSON array only, no prose:
-[
+Return a JSON object only, no prose, with the facts in its "items" array:
+{"items": [
   { "content": "...", "kind": "rule|preference|context|decision|observation", \
 "importance": 0.0–1.0 }
-]
+]}
 
-If the output contains no useful facts, return an empty array: []"""  # noqa: RUF001
+If the output contains no useful facts, return an empty list: {"items": []}"""  # noqa: RUF001
 
 
 def spec_prompt(text: str, max_facts: int, context_section: str | None) -> str:
@@ -680,5 +683,97 @@ def test_builder_type_and_prompt_property() -> None:
 
     assert isinstance(builder, FactExtractorBuilder)
     extractor = builder.structured_output("none").build()
-    assert extractor.prompt.metadata == {"prompt_name": "fact_extraction", "prompt_version": "1"}
+    assert extractor.prompt.metadata == {"prompt_name": "fact_extraction", "prompt_version": "2"}
     assert extractor.extractor.resolved_structured_output() == "none"
+
+
+INVALID_ONLY_REPLIES = [
+    '[{"content": "X happened.", "kind": "fact"}]',
+    "[1, 2, 3]",
+    '["a plain string"]',
+    '{"items": [{"kind": "rule"}]}',
+]
+
+
+@pytest.mark.parametrize("reply", INVALID_ONLY_REPLIES)
+def test_a_reply_whose_items_are_all_dropped_is_a_parse_error(reply: str) -> None:
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.PARSE_ERROR
+    assert result.dropped >= 1
+    assert "valid Fact" in (result.error or "")
+
+
+@pytest.mark.parametrize("reply", ["[]", '{"items": []}'])
+def test_an_explicit_empty_answer_is_not_a_parse_error(reply: str) -> None:
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert (result.value, result.method, result.dropped) == ([], ExtractionMethod.TEXT, 0)
+
+
+@pytest.mark.parametrize(
+    "error", [RuntimeError("CUDA out of memory"), ValueError("unexpected reply"), KeyError("x")]
+)
+async def test_any_model_failure_returns_empty_with_a_warning(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    extractor = FactExtractor.from_llm(RecordingChatModel(reply=error))
+
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+        result = extractor.invoke_with_result(DECISION_TEXT)
+        async_result = await extractor.ainvoke_with_result(DECISION_TEXT)
+        facts = extractor.invoke(DECISION_TEXT)
+
+    assert facts == []
+    for outcome in (result, async_result):
+        assert outcome.value == []
+        assert outcome.method is ExtractionMethod.ERROR
+        assert type(error).__name__ in (outcome.error or "")
+    assert sum("model call failed" in r.getMessage() for r in caplog.records) == 3
+
+
+@pytest.mark.parametrize("error", [RuntimeError("CUDA out of memory"), ValueError("bad")])
+def test_any_model_failure_raises_with_raise_on_error(error: Exception) -> None:
+    extractor = FactExtractor.from_llm(RecordingChatModel(reply=error), raise_on_error=True)
+
+    with pytest.raises(type(error)) as excinfo:
+        extractor.invoke(DECISION_TEXT)
+    assert excinfo.value is error
+
+
+def test_fact_list_output_parser_composes_with_a_prompt_and_a_model() -> None:
+    reply = (
+        '<think>two facts</think>```json\n{"items": [{"content": "Deploys freeze on Fridays.", '
+        '"kind": "rule", "importance": 0.9}, {"content": "", "kind": "rule"},]}\n```'
+    )
+    chain = (
+        ChatPromptTemplate.from_template("Facts in {text}")
+        | FakeListChatModel(responses=[reply])
+        | FactListOutputParser()
+    )
+
+    assert chain.invoke({"text": "No deploys on Fridays."}) == [
+        Fact(content="Deploys freeze on Fridays.", kind="rule", importance=0.9)
+    ]
+    assert chain.get_output_jsonschema()["items"] == {"$ref": "#/$defs/Fact"}
+
+
+def test_fact_list_output_parser_accepts_a_bare_array_and_caps_the_count() -> None:
+    parser = FactListOutputParser(max_facts=1)
+
+    assert parser.parse(facts_json(("A.", "rule", 0.5), ("B.", "context", 0.5))) == [
+        Fact(content="A.", kind="rule", importance=0.5)
+    ]
+    assert parser.parse("[]") == []
+    assert '"items"' in parser.get_format_instructions()
+
+
+@pytest.mark.parametrize("reply", ["no json here", *INVALID_ONLY_REPLIES])
+def test_fact_list_output_parser_raises_output_parser_exception(reply: str) -> None:
+    with pytest.raises(OutputParserException):
+        FactListOutputParser().parse(reply)

@@ -19,6 +19,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field, PrivateAttr
@@ -361,13 +362,37 @@ def test_transport_error_raises_with_raise_on_error() -> None:
 
 
 @pytest.mark.parametrize("mode", ["none", "json_object"])
-def test_non_transport_errors_always_propagate(mode: str) -> None:
-    llm = ScriptedChatModel(replies=[StatusError(401)])
+@pytest.mark.parametrize(
+    "error", [StatusError(401), RuntimeError("model crashed"), ValueError("bad reply")]
+)
+async def test_any_model_failure_gives_error_and_a_warning(
+    mode: str, error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = ScriptedChatModel(replies=[error])
     extractor = people_extractor(llm, structured_output=mode)
 
-    with pytest.raises(StatusError, match="401"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+        result = extractor.invoke_with_result("x")
+        async_result = await extractor.ainvoke_with_result("x")
+
+    for outcome in (result, async_result):
+        assert outcome.value == []
+        assert outcome.method is ExtractionMethod.ERROR
+        assert type(error).__name__ in (outcome.error or "")
+    assert len(llm.calls) == 2
+    assert sum("model call failed" in r.getMessage() for r in caplog.records) == 2
+
+
+@pytest.mark.parametrize(
+    "error", [StatusError(401), RuntimeError("model crashed"), ValueError("bad reply")]
+)
+def test_any_model_failure_raises_with_raise_on_error(error: Exception) -> None:
+    llm = ScriptedChatModel(replies=[error])
+    extractor = people_extractor(llm, structured_output="none", raise_on_error=True)
+
+    with pytest.raises(type(error)) as excinfo:
         extractor.invoke("x")
-    assert len(llm.calls) == 1
+    assert excinfo.value is error
 
 
 def test_server_error_on_both_attempts_is_a_transport_error() -> None:
@@ -667,12 +692,15 @@ def test_auto_mode_detection() -> None:
     openai = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
     ollama = ChatOllama(model="m")
 
-    assert detect_structured_output_mode(openai) == "json_schema"
+    assert detect_structured_output_mode(openai) == "langchain"
+    assert detect_structured_output_mode(openai.with_config(tags=["t"])) == "langchain"
+    # Bound call arguments would be lost by with_structured_output: send the schema as one.
     assert detect_structured_output_mode(openai.bind(stop=["\n\n"])) == "json_schema"
-    assert detect_structured_output_mode(ollama) == "format"
+    assert detect_structured_output_mode(ollama.bind(stop=["\n\n"])) == "format"
+    assert detect_structured_output_mode(ollama) == "langchain"
     assert detect_structured_output_mode(ScriptedChatModel(replies=[])) == "none"
     extractor = people_extractor(ollama)
-    assert extractor.resolved_structured_output() == "format"
+    assert extractor.resolved_structured_output() == "langchain"
 
 
 def test_with_model_name_on_real_chat_models() -> None:
@@ -812,7 +840,9 @@ def test_chat_ollama_request_carries_the_schema_as_format() -> None:
 
     assert result.method is ExtractionMethod.STRUCTURED
     assert len(result.value) == 2
-    assert bodies[0]["format"] == request_schema(Person, many=True, max_items=2)
+    sent = dict(bodies[0]["format"])
+    assert sent.pop("title") == "PersonList"
+    assert sent == request_schema(Person, many=True, max_items=2)
 
 
 # Tolerant JSON helpers shared by the extractors.
@@ -986,3 +1016,131 @@ def test_huge_integer_in_the_reply_does_not_escape_as_an_exception() -> None:
     value = extract_json("[" + "9" * 5000 + ", 2]")
     assert value[1] == 2
     assert value[0] == float("inf")
+
+
+# Structured output through LangChain's own with_structured_output.
+
+
+class ToolCallingChatModel(ScriptedChatModel):
+    """A chat model of no known vendor that implements tool calling, as partner models do.
+
+    It answers every call that binds a tool with a call of that tool whose arguments
+    are the scripted reply; without a tool it answers the reply as text.
+    """
+
+    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        self.bound_tools.extend(convert_to_openai_tool(tool) for tool in tools)
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
+        if not kwargs.get("tools"):
+            return super()._respond(messages, kwargs)
+        self.calls.append({"messages": messages, "kwargs": kwargs})
+        reply = self.replies[min(len(self.calls), len(self.replies)) - 1]
+        name = kwargs["tools"][0]["function"]["name"]
+        call = {"name": name, "args": json.loads(reply), "id": "call-1", "type": "tool_call"}
+        message = AIMessage(content="", tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def test_a_tool_calling_model_of_any_vendor_gets_the_schema() -> None:
+    llm = ToolCallingChatModel(replies=[json.dumps({"items": PEOPLE})])
+
+    result = people_extractor(llm).invoke_with_result("x", max_items=5)
+
+    assert detect_structured_output_mode(llm) == "langchain"
+    assert result.method is ExtractionMethod.STRUCTURED
+    assert [person.name for person in result.value] == ["Ada", "Charles"]
+    parameters = llm.bound_tools[0]["function"]["parameters"]
+    assert llm.bound_tools[0]["function"]["name"] == "PersonList"
+    assert parameters["properties"] == request_schema(Person, many=True, max_items=5)["properties"]
+    assert json.loads(result.raw or "") == {"items": PEOPLE}
+
+
+def test_a_profile_without_structured_output_or_tools_gets_no_schema() -> None:
+    llm = ToolCallingChatModel(
+        replies=[json.dumps(PEOPLE)], profile={"structured_output": False, "tool_calling": False}
+    )
+
+    result = people_extractor(llm).invoke_with_result("x")
+
+    assert detect_structured_output_mode(llm) == "none"
+    assert result.method is ExtractionMethod.TEXT
+    assert llm.bound_tools == []
+    assert len(result.value) == 2
+
+
+def test_a_reply_the_model_parser_rejects_is_parsed_tolerantly() -> None:
+    bodies: list[dict[str, Any]] = []
+    reply = "<think>two people</think> Here you go: " + json.dumps({"items": PEOPLE}) + " Bye!"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=_completion(reply))
+
+    result = people_extractor(_openai(handler)).invoke_with_result("x")
+
+    assert result.method is ExtractionMethod.STRUCTURED
+    assert [person.name for person in result.value] == ["Ada", "Charles"]
+    assert result.raw == reply
+    assert len(bodies) == 1
+    assert bodies[0]["response_format"]["type"] == "json_schema"
+
+
+class Documented(BaseModel):
+    """A person, as the reply should describe them.
+
+    Example:
+        ```python
+        Documented(name="Ada")
+        ```
+    """
+
+    name: str = Field(description="Full name.")
+
+
+def test_the_schema_sent_carries_no_docstring_example() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=_completion('{"name": "Ada"}'))
+
+    extractor = LlmExtractor.from_llm(_openai(handler), output=Documented, prompt="{text}")
+    assert extractor.invoke("x") == Documented(name="Ada")
+
+    sent = json.dumps(bodies[0]["response_format"])
+    assert "```" not in sent
+    assert "Example" not in sent
+    schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["name"]["description"] == "Full name."
+    assert request_schema(Documented, many=False)["description"] == (
+        "A person, as the reply should describe them."
+    )
+
+
+def test_output_type_is_inferred_from_the_type_parameter() -> None:
+    llm = ScriptedChatModel(replies=['{"name": "Ada", "age": 36}'])
+
+    extractor = LlmExtractor[Person](llm=llm, prompt=ChatPromptTemplate.from_template("{text}"))
+
+    assert extractor.output is Person
+    assert extractor.invoke("x") == Person(name="Ada", age=36)
+
+
+def test_output_schema_is_typed() -> None:
+    llm = ScriptedChatModel(replies=["[]"])
+    one = LlmExtractor.from_llm(llm, output=Person, prompt="{text}")
+    many = people_extractor(llm)
+
+    one_schema = one.get_output_jsonschema()
+    many_schema = many.get_output_jsonschema()
+
+    assert one_schema["anyOf"] == [{"$ref": "#/$defs/Person"}, {"type": "null"}]
+    assert many_schema["type"] == "array"
+    assert many_schema["items"] == {"$ref": "#/$defs/Person"}
+    assert set(many_schema["$defs"]["Person"]["properties"]) == {"name", "age"}

@@ -9,6 +9,7 @@ import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
@@ -218,6 +219,47 @@ def test_add_stores_nothing_when_the_model_answers_empty(memory: MemoryStore) ->
     assert result.method == "no_facts"
     assert result.count == 0
     assert memory.count() == 0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '[{"content": "X happened.", "kind": "fact"}]',
+        "[1, 2, 3]",
+        '["a plain string"]',
+        '{"unexpected": "shape"}',
+    ],
+)
+def test_add_stores_the_text_verbatim_when_every_item_is_invalid(
+    memory: MemoryStore, reply: str
+) -> None:
+    memory.extractor = FactExtractor.from_llm(FakeListChatModel(responses=[reply]))
+
+    result = memory.add("Keep this exact sentence.")
+
+    assert result.method == "fallback_verbatim"
+    assert result.extraction == "parse_error"
+    assert [d.page_content for d in memory.list()] == ["Keep this exact sentence."]
+
+
+def test_add_stores_the_text_verbatim_when_the_model_raises(memory: MemoryStore) -> None:
+    def crash(_: object) -> str:
+        msg = "model crashed"
+        raise RuntimeError(msg)
+
+    memory.extractor = FactExtractor.from_llm(RunnableLambda(crash))
+
+    result = memory.add("Keep this exact sentence.")
+
+    assert result.method == "fallback_verbatim"
+    assert result.extraction == "error"
+    assert memory.get(result.source_id) is not None
+
+
+def test_add_stores_nothing_for_an_explicit_empty_object(memory: MemoryStore) -> None:
+    memory.extractor = FactExtractor.from_llm(FakeListChatModel(responses=['{"items": []}']))
+    result = memory.add("Hello, how are you?")
+    assert (result.method, result.count, memory.count()) == ("no_facts", 0, 0)
 
 
 def test_add_without_extractor_stores_verbatim(memory: MemoryStore) -> None:

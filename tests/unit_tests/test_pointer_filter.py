@@ -14,9 +14,13 @@ from langchain_chroma import Chroma
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import FakeListChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
-from pydantic import ValidationError
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field, ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
 from cogito_lc._pointers import (
@@ -32,6 +36,7 @@ from cogito_lc.pointer_filter import (
     FilterMethod,
     FilterResult,
     PointerFilter,
+    PointerOutputParser,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from tests.unit_tests.fake_chat import Gate, Recorder, ScriptedChatModel, StatusError
@@ -787,3 +792,72 @@ def test_injection_text_in_candidates_cannot_change_what_is_returned() -> None:
     assert result.documents == [docs[4], docs[0]]
     assert [d.page_content for d in result.documents] == [INJECTIONS[4], INJECTIONS[0]]
     assert re.search(r"^\[3\] \[7\] a fake candidate line \[8\] another$", llm.prompt_text(), re.M)
+
+
+class ToolCallingChatModel(ScriptedChatModel):
+    """A chat model of no known vendor that implements tool calling: it answers a bound
+    tool with a call of it whose arguments are the scripted reply."""
+
+    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        converted = [convert_to_openai_tool(tool) for tool in tools]
+        self.bound_tools.extend(converted)
+        return self.bind(tools=converted, **kwargs)
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> ChatResult:
+        kwargs.pop("run_manager", None)
+        tools = kwargs.get("tools")
+        if not tools:
+            return super()._generate(messages, *args, **kwargs)
+        reply = self._next(messages, kwargs)
+        call = {
+            "name": tools[0]["function"]["name"],
+            "args": json.loads(reply),
+            "id": "call-1",
+            "type": "tool_call",
+        }
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))]
+        )
+
+
+def test_a_tool_calling_model_of_any_vendor_gets_the_pointer_schema() -> None:
+    llm = ToolCallingChatModel(replies=['{"ids": [3, 1]}'])
+    docs = make_docs()
+
+    result = PointerFilter(llm=llm).invoke_with_result({"query": QUERY, "documents": docs})
+
+    assert result.method is FilterMethod.FILTER
+    assert result.structured
+    assert result.documents == [docs[2], docs[0]]
+    parameters = llm.bound_tools[0]["function"]["parameters"]
+    assert parameters["properties"]["ids"]["items"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": len(docs),
+    }
+
+
+def test_pointer_output_parser_composes_with_a_prompt_and_a_model() -> None:
+    chain = (
+        PromptRegistry().get("pointer_filter")
+        | FakeListChatModel(responses=['Relevant: {"ids": [2, 2, 7, 1]}'])
+        | PointerOutputParser(shown=3)
+    )
+
+    assert chain.invoke({"query": QUERY, "candidates": "[1] a\n[2] b\n[3] c"}) == [2, 1]
+    assert chain.get_output_jsonschema()["items"] == {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "pointers"), [("[4, 1]", [4, 1]), ('{"ids": []}', []), ("```\n[9]\n```", [9])]
+)
+def test_pointer_output_parser_without_a_bound(reply: str, pointers: list[int]) -> None:
+    assert PointerOutputParser().parse(reply) == pointers
+
+
+@pytest.mark.parametrize("reply", ["no numbers", '["a", "b"]', "[0, -1]"])
+def test_pointer_output_parser_raises_output_parser_exception(reply: str) -> None:
+    with pytest.raises(OutputParserException):
+        PointerOutputParser(shown=3).parse(reply)

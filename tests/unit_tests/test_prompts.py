@@ -3,6 +3,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ import pytest
 from langchain_core.prompts import ChatPromptTemplate
 
 from cogito_lc import prompts
+from cogito_lc._pointers import pointer_model
+from cogito_lc._structured_output import request_schema
+from cogito_lc.fact_extractor import Fact
 from cogito_lc.prompts import (
     ENTRY_POINT_GROUP,
     PROMPTS_DIR_ENV_VAR,
@@ -76,7 +80,9 @@ def test_fact_extraction_builtin_renders_the_documented_prompt() -> None:
     for kind in ("rule", "preference", "context", "decision", "observation"):
         assert f'- "{kind}"' in text
     assert '{ "content": "...", "kind": "rule|preference|context|decision|observation"' in text
-    assert text.endswith("If the output contains no useful facts, return an empty array: []")
+    assert text.endswith(
+        'If the output contains no useful facts, return an empty list: {"items": []}'
+    )
 
 
 def test_pointer_filter_asks_for_integers_only() -> None:
@@ -86,9 +92,9 @@ def test_pointer_filter_asks_for_integers_only() -> None:
         candidates="[1] tokens expire after 3600 s\n[2] the cache is Redis",
     )
 
-    assert "ONLY a JSON array of integers" in text
+    assert 'ONLY a JSON object whose "ids" array holds the numbers' in text
     assert "most to least relevant" in text
-    assert "[]" in text
+    assert '{"ids": []}' in text
     assert "when do tokens expire?" in text
     assert "[2] the cache is Redis" in text
 
@@ -455,7 +461,7 @@ def test_resolve_prompt_precedence() -> None:
     registry = PromptRegistry()
     assert resolve_prompt("fact_extraction", registry=registry).metadata == {
         "prompt_name": "fact_extraction",
-        "prompt_version": "1",
+        "prompt_version": "2",
     }
 
     registry.register("fact_extraction", "Registered {text}", replace=True)
@@ -493,3 +499,43 @@ def test_register_rejects_non_prompt_objects() -> None:
 def test_register_rejects_blank_name() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         PromptRegistry().register(" ", "{x}")
+
+
+def _json_literals(text: str) -> list[Any]:
+    """Every JSON object written on one line of ``text``, decoded."""
+    found = []
+    for match in re.finditer(r"\{.*?\}(?=\s|$|\.)", text):
+        try:
+            found.append(json.loads(match.group(0)))
+        except json.JSONDecodeError:  # noqa: PERF203
+            continue
+    return found
+
+
+def test_fact_prompt_asks_for_the_object_the_schema_describes() -> None:
+    text = _human_text(
+        PromptRegistry().get("fact_extraction"), text="x", context_section="", max_facts=3
+    )
+    schema = request_schema(Fact, many=True, max_items=3)
+
+    assert "JSON array only" not in text
+    assert {"items": []} in _json_literals(text)
+    assert schema["required"] == ["items"]
+    assert '{"items": [' in text
+    assert set(schema["properties"]["items"]["items"]["properties"]) == {
+        "content",
+        "kind",
+        "importance",
+    }
+    for field in ('"content"', '"kind"', '"importance"'):
+        assert field in text
+
+
+def test_pointer_prompt_examples_validate_against_the_pointer_schema() -> None:
+    text = _human_text(PromptRegistry().get("pointer_filter"), query="q", candidates="[1] a")
+    examples = [value for value in _json_literals(text) if isinstance(value, dict)]
+
+    assert examples == [{"ids": []}, {"ids": [2]}, {"ids": [3, 1]}, {"ids": []}]
+    for example in examples:
+        pointer_model(3).model_validate(example)
+    assert request_schema(pointer_model(3), many=False)["required"] == ["ids"]
