@@ -70,7 +70,7 @@ test-unit-oldest: $(STAMP_OLDEST)
 $(STAMP_OLDEST): pyproject.toml Makefile
 	test -x $(PY_OLDEST) || $(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,server,cli,dev,bench]"
+	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench]"
 	touch $(STAMP_OLDEST)
 endif
 
