@@ -4,30 +4,9 @@ from __future__ import annotations
 
 from importlib import metadata as _importlib_metadata
 
-from cogito_lc.calibrate import CalibrationResult, VocabCalibrator
-from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.decompose import Decomposition, decompose_query
-from cogito_lc.fact_extractor import (
-    Fact,
-    FactExtractionInput,
-    FactExtractor,
-    FactExtractorBuilder,
-    FactKind,
-    FactListOutputParser,
-)
-from cogito_lc.fusion import document_key, reciprocal_rank_fusion
-from cogito_lc.lexical import Bm25Index
-from cogito_lc.llm_extractor import (
-    EXTRACTION_EVENT,
-    ExtractionMethod,
-    ExtractionResult,
-    LlmExtractor,
-    LlmExtractorBuilder,
-    StructuredOutputMode,
-)
-from cogito_lc.memory_store import AddResult, MemoryNotFoundError, MemoryStore
-from cogito_lc.metadata import METADATA_KEY
-from cogito_lc.pointer_filter import (
+from cogito_lc import _deprecated  # old module paths keep working
+from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc.document_compressors.pointer_filter import (
     FILTER_EVENT,
     FilterMethod,
     FilterResult,
@@ -35,12 +14,34 @@ from cogito_lc.pointer_filter import (
     PointerFilterBuilder,
     PointerOutputParser,
 )
-from cogito_lc.prompts import PromptRegistry, PromptVariablesError
-from cogito_lc.recall_b import RecallB
-from cogito_lc.scope import Scope
-from cogito_lc.seed import SeedSummary
-from cogito_lc.snapshot import Snapshot, SnapshotBuilder, load_snapshot
-from cogito_lc.vector_cache import VectorCache
+from cogito_lc.extraction.fact_extractor import (
+    Fact,
+    FactExtractionInput,
+    FactExtractor,
+    FactExtractorBuilder,
+    FactKind,
+    FactListOutputParser,
+)
+from cogito_lc.extraction.llm_extractor import (
+    EXTRACTION_EVENT,
+    ExtractionMethod,
+    ExtractionResult,
+    LlmExtractor,
+    LlmExtractorBuilder,
+    StructuredOutputMode,
+)
+from cogito_lc.memory.calibrate import CalibrationResult, VocabCalibrator
+from cogito_lc.memory.memory_store import AddResult, MemoryNotFoundError, MemoryStore
+from cogito_lc.memory.scope import Scope
+from cogito_lc.memory.seed import SeedSummary
+from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
+from cogito_lc.prompts.registry import PromptRegistry, PromptVariablesError
+from cogito_lc.retrievers._decompose import Decomposition, decompose_query
+from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
+from cogito_lc.retrievers._lexical import Bm25Index
+from cogito_lc.retrievers._vector_cache import VectorCache
+from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.retrievers.recall_b import RecallB
 
 try:
     __version__ = _importlib_metadata.version("cogito-lc")
@@ -90,3 +91,8 @@ __all__ = [
     "load_snapshot",
     "reciprocal_rank_fusion",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Old submodules as attributes (``cogito_lc.recall_b``), with a DeprecationWarning."""
+    return _deprecated.package_attribute(name)

@@ -187,7 +187,7 @@ def test_server_script_refuses_an_empty_token_in_a_config_file(
     config = tmp_path / "public.json"
     config.write_text(json.dumps({"host": "0.0.0.0", "api_token": ""}), encoding="utf-8")  # noqa: S104
     done = subprocess.run(
-        [sys.executable, "-m", "cogito_lc.server", "--config", str(config),
+        [sys.executable, "-m", "cogito_lc.service.server", "--config", str(config),
          "--host", "127.0.0.1", "--port", str(free_port())],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=False,
     )  # fmt: skip

@@ -20,8 +20,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from cogito_lc.fact_extractor import Fact, FactExtractionInput, FactExtractor, FactKind
-from cogito_lc.llm_extractor import ExtractionMethod, LlmExtractor
+from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor, FactKind
+from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor
 
 DECISION_TEXT = (
     "Chose monolithic architecture for the API service. Microservices would require "
@@ -91,7 +91,7 @@ def test_default_mode_falls_back_to_text_when_the_server_rejects_json_schema(
 ) -> None:
     extractor = FactExtractor.from_llm(llm_chat_model(max_tokens=256))
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = extractor.invoke_with_result(FactExtractionInput(text=DECISION_TEXT, max_facts=4))
 
     assert result.method in {ExtractionMethod.TEXT, ExtractionMethod.PARSE_ERROR}

@@ -15,8 +15,8 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import FactExtractor, MemoryStore
-from cogito_lc.calibrate import VocabCalibrator
-from cogito_lc.snapshot import SnapshotBuilder, load_snapshot
+from cogito_lc.memory.calibrate import VocabCalibrator
+from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot
 
 TRANSCRIPT = (
     "We chose PostgreSQL 16 for the billing service because invoices need multi-row "

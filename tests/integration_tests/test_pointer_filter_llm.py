@@ -23,9 +23,9 @@ from langchain_core.documents import Document
 from langchain_openai import ChatOpenAI
 
 from cogito_lc import METADATA_KEY
-from cogito_lc.cogito_retriever import CogitoRetriever
-from cogito_lc.loaders import markdown_memories
-from cogito_lc.pointer_filter import FilterMethod, PointerFilter
+from cogito_lc.document_compressors.pointer_filter import FilterMethod, PointerFilter
+from cogito_lc.memory.loaders import markdown_memories
+from cogito_lc.retrievers.cogito_retriever import CogitoRetriever
 from tests.integration_tests.conftest import EXAMPLES_DATA
 from tests.integration_tests.llm_server import chat_model, start_llama_server
 
@@ -113,7 +113,7 @@ def test_plain_text_after_the_server_rejects_json_schema(
     # (HTTP 500): the filter retries once without a schema and parses plain text.
     pointer_filter = PointerFilter.from_llm(llm_chat_model(max_tokens=48), timeout=120)
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.pointer_filter"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.document_compressors.pointer_filter"):
         result = pointer_filter.invoke_with_result({"query": QUERY, "documents": docs})
 
     assert any("rejected the output schema" in r.getMessage() for r in caplog.records)

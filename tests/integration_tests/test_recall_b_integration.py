@@ -105,7 +105,7 @@ def test_real_embeddings_are_normalised_384_d(minilm: Embeddings) -> None:
 def test_the_local_model_serves_concurrent_threads(minilm: Embeddings) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from cogito_lc.subquery_vectors import embed_subqueries
+    from cogito_lc.retrievers._subquery_vectors import embed_subqueries
 
     queries = [("word " * n).strip() + f" query {n}" for n in range(1, 41)]
 

@@ -22,7 +22,7 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc._store_backend import ChromaBackend
+from cogito_lc.memory._store_backend import ChromaBackend
 from tests.integration_tests.random_embeddings import RandomEmbeddings
 
 ROWS = 1000
@@ -129,7 +129,7 @@ def test_rows_no_search_reaches_are_reindexed_on_start(
     backend = ChromaBackend(store)
     assert backend.unsearchable(recent=0) == {}, "the window bounds what is checked"
     assert sorted(backend.unsearchable(recent=ROWS)) == cut
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.memory_store"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.memory.memory_store"):
         memory = MemoryStore(store)
     assert "3 stored memories were not found by a search for their own vector" in caplog.text
     assert "repaired, all 3 are found again" in caplog.text
@@ -144,6 +144,6 @@ def test_a_sound_index_is_left_alone(tmp_path: Path, caplog: pytest.LogCaptureFi
     directory = tmp_path / "store"
     _run(WRITER, directory)
     store = Chroma("memories", RandomEmbeddings(), persist_directory=str(directory))
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.memory_store"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.memory.memory_store"):
         assert MemoryStore(store).repair_search_index() == []
     assert "search index" not in caplog.text

@@ -1,6 +1,6 @@
 """The memory service end to end: a real uvicorn process on loopback, driven over HTTP.
 
-Every test talks to ``python -m cogito_lc.server`` with an embedded Chroma store in
+Every test talks to ``python -m cogito_lc.service.server`` with an embedded Chroma store in
 a temporary directory and the offline MiniLM model. Loops are bounded in count,
 and in time only as a guard against hangs; timings are reported by
 ``benchmarks/service.py``, never asserted here.
@@ -418,7 +418,7 @@ def test_generated_requests_find_no_server_error_or_schema_violation(
 
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cogito_lc.server", "--host", "0.0.0.0"],  # noqa: S104
+        [sys.executable, "-m", "cogito_lc.service.server", "--host", "0.0.0.0"],  # noqa: S104
         cwd=tmp_path,
         env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "COGITO_STORE_PATH": str(tmp_path)},
         capture_output=True,

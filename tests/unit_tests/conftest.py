@@ -11,7 +11,7 @@ import pytest
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
-from cogito_lc.decompose import tokenize
+from cogito_lc.retrievers._decompose import tokenize
 
 DIM = 64
 

@@ -8,8 +8,8 @@ from langchain_chroma import Chroma
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from cogito_lc import MemoryStore
-from cogito_lc.calibrate import VocabCalibrator, filter_vocab_map
-from cogito_lc.recall_b import RecallB
+from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
+from cogito_lc.retrievers.recall_b import RecallB
 from tests.unit_tests.conftest import HashEmbeddings
 
 CORPUS = [

@@ -17,9 +17,9 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc._timestamps import parse_since, parse_timestamp
-from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.pointer_filter import FILTER_EVENT, PointerFilter
+from cogito_lc._core.timestamps import parse_since, parse_timestamp
+from cogito_lc.document_compressors.pointer_filter import FILTER_EVENT, PointerFilter
+from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 from tests.unit_tests.fake_chat import Recorder, ScriptedChatModel
 

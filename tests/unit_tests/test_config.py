@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from cogito_lc.config import (
+from cogito_lc.service.config import (
     CogitoSettings,
     ConfigError,
     is_loopback,
@@ -20,8 +20,8 @@ from cogito_lc.config import (
     route_model_string,
     split_model_string,
 )
-from cogito_lc.models import chat_model_from_settings, embeddings_from_settings
-from cogito_lc.server import check_bind
+from cogito_lc.service.models import chat_model_from_settings, embeddings_from_settings
+from cogito_lc.service.server import check_bind
 
 STRONG_TOKEN = "a-long-enough-random-test-token"  # noqa: S105 - a test value
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogito_lc.decompose import STOP_WORDS, decompose_query, tokenize
+from cogito_lc.retrievers._decompose import STOP_WORDS, decompose_query, tokenize
 
 
 def test_original_query_comes_first_whitespace_normalised() -> None:

@@ -17,8 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_openai import ChatOpenAI
 from pydantic import Field, ValidationError
 
-from cogito_lc import prompts
-from cogito_lc.fact_extractor import (
+from cogito_lc.extraction.fact_extractor import (
     Fact,
     FactExtractionInput,
     FactExtractor,
@@ -27,8 +26,9 @@ from cogito_lc.fact_extractor import (
     FactListOutputParser,
     render_context_section,
 )
-from cogito_lc.llm_extractor import ExtractionMethod
+from cogito_lc.extraction.llm_extractor import ExtractionMethod
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+from cogito_lc.prompts import registry as prompts
 
 # The default prompt as the specification gives it, except that the reply is the object
 # the structured-output schema describes ({"items": [...]}) rather than a bare array.
@@ -210,7 +210,7 @@ def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFi
     assert result.method is ExtractionMethod.PARSE_ERROR
     assert result.raw == raw
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert [r.name for r in warnings] == ["cogito_lc.llm_extractor"]
+    assert [r.name for r in warnings] == ["cogito_lc.extraction.llm_extractor"]
     message = warnings[0].getMessage()
     assert "could not parse the model reply" in message
     assert repr(raw[:200]) in message
@@ -390,7 +390,7 @@ def test_unknown_kinds_and_missing_content_are_dropped(caplog: pytest.LogCapture
         ]
     )
 
-    with caplog.at_level(logging.INFO, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.INFO, logger="cogito_lc.extraction.llm_extractor"):
         result = FactExtractor.from_llm(RecordingChatModel(reply=reply)).invoke_with_result("t")
 
     assert [(f.content, f.kind, f.importance) for f in result.value] == [
@@ -443,7 +443,7 @@ def test_transport_error_without_raise_on_error_returns_empty(
 ) -> None:
     llm = RecordingChatModel(reply=ConnectionRefusedError("[Errno 111] Connection refused"))
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = FactExtractor.from_llm(llm).invoke_with_result(DECISION_TEXT)
 
     assert result.value == []
@@ -724,7 +724,7 @@ async def test_any_model_failure_returns_empty_with_a_warning(
 ) -> None:
     extractor = FactExtractor.from_llm(RecordingChatModel(reply=error))
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = extractor.invoke_with_result(DECISION_TEXT)
         async_result = await extractor.ainvoke_with_result(DECISION_TEXT)
         facts = extractor.invoke(DECISION_TEXT)

@@ -8,7 +8,12 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import RecallB
-from cogito_lc._filters import check_filterable, equality_predicate, store_filter, where_predicate
+from cogito_lc._core.filters import (
+    check_filterable,
+    equality_predicate,
+    store_filter,
+    where_predicate,
+)
 from tests.unit_tests.conftest import HashEmbeddings
 
 

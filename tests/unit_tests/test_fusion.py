@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from cogito_lc.fusion import document_key, reciprocal_rank_fusion
+from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 
 
 def test_rrf_scores_sum_reciprocal_ranks() -> None:

@@ -24,7 +24,7 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field, PrivateAttr
 
-from cogito_lc._json import (
+from cogito_lc._core.json_repair import (
     JsonExtractionError,
     TruncatedJsonError,
     extract_json,
@@ -33,7 +33,7 @@ from cogito_lc._json import (
     salvage_json_array,
     strip_reasoning,
 )
-from cogito_lc.llm_extractor import (
+from cogito_lc.extraction.llm_extractor import (
     EXTRACTION_EVENT,
     ExtractionMethod,
     LlmExtractor,
@@ -198,7 +198,7 @@ def test_nested_models_are_validated() -> None:
 def test_invalid_items_are_dropped_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     reply = json.dumps([PEOPLE[0], {"name": "", "age": 3}, {"age": 5}, "Bob", PEOPLE[1]])
 
-    with caplog.at_level(logging.INFO, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.INFO, logger="cogito_lc.extraction.llm_extractor"):
         result = people_extractor(ScriptedChatModel(replies=[reply])).invoke_with_result("x")
 
     assert [person.name for person in result.value] == ["Ada", "Charles"]
@@ -212,7 +212,7 @@ def test_malformed_reply_returns_empty_and_warns_with_raw_preview(
     raw = "I could not find any people, sorry. " + "x" * 300 + " {broken"
     llm = ScriptedChatModel(replies=[raw])
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = people_extractor(llm).invoke_with_result("x")
 
     assert result.value == []
@@ -239,7 +239,7 @@ def test_malformed_single_object_returns_none() -> None:
 def test_reply_cut_off_mid_list_keeps_complete_items(caplog: pytest.LogCaptureFixture) -> None:
     reply = '{"items": [{"name": "Ada", "age": 36}, {"name": "Charles", "age": 79}, {"name": "Bo'
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = people_extractor(ScriptedChatModel(replies=[reply])).invoke_with_result("x")
 
     assert [person.name for person in result.value] == ["Ada", "Charles"]
@@ -317,7 +317,7 @@ def test_request_schema_for_single_object_is_the_model() -> None:
 def test_rejected_schema_is_retried_as_text(status: int, caplog: pytest.LogCaptureFixture) -> None:
     llm = ScriptedChatModel(replies=[StatusError(status), json.dumps(PEOPLE)])
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = people_extractor(llm, structured_output="json_schema").invoke_with_result("x")
 
     assert result.method is ExtractionMethod.TEXT
@@ -342,7 +342,7 @@ def test_transport_error_returns_empty_by_default(
 ) -> None:
     llm = ScriptedChatModel(replies=[error])
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = people_extractor(llm).invoke_with_result("x")
 
     assert result.value == []
@@ -371,7 +371,7 @@ async def test_any_model_failure_gives_error_and_a_warning(
     llm = ScriptedChatModel(replies=[error])
     extractor = people_extractor(llm, structured_output=mode)
 
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.llm_extractor"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = extractor.invoke_with_result("x")
         async_result = await extractor.ainvoke_with_result("x")
 
@@ -964,14 +964,14 @@ def test_max_items_below_one_is_a_value_error(max_items: int) -> None:
 # Every public class of the extraction modules documents itself with an example that runs.
 
 DOCUMENTED_MODULES = [
-    "cogito_lc._json",
-    "cogito_lc._prompt_files",
-    "cogito_lc._structured_output",
-    "cogito_lc._tracing",
-    "cogito_lc._transport",
-    "cogito_lc.fact_extractor",
-    "cogito_lc.llm_extractor",
-    "cogito_lc.prompts",
+    "cogito_lc._core.json_repair",
+    "cogito_lc.prompts._files",
+    "cogito_lc._core.structured_output",
+    "cogito_lc.extraction._tracing",
+    "cogito_lc._core.transport",
+    "cogito_lc.extraction.fact_extractor",
+    "cogito_lc.extraction.llm_extractor",
+    "cogito_lc.prompts.registry",
 ]
 _EXAMPLE = re.compile(r"```python\n(.*?)```", flags=re.DOTALL)
 
@@ -1011,7 +1011,7 @@ def test_module_examples_run(module_name: str) -> None:
 
 
 def test_huge_integer_in_the_reply_does_not_escape_as_an_exception() -> None:
-    from cogito_lc._json import extract_json
+    from cogito_lc._core.json_repair import extract_json
 
     value = extract_json("[" + "9" * 5000 + ", 2]")
     assert value[1] == 2

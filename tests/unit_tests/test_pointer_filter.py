@@ -23,7 +23,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc._pointers import (
+from cogito_lc.document_compressors._pointers import (
     PointerParseError,
     parse_pointers,
     pointer_model,
@@ -31,7 +31,7 @@ from cogito_lc._pointers import (
     snippet,
     strip_echo,
 )
-from cogito_lc.pointer_filter import (
+from cogito_lc.document_compressors.pointer_filter import (
     FILTER_EVENT,
     FilterMethod,
     FilterResult,
@@ -360,7 +360,7 @@ def test_no_llm_returns_candidates_in_stage1_order_without_a_call() -> None:
 def test_model_failures_fall_back_to_stage1_order(
     error: Exception, method: FilterMethod, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.pointer_filter"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.document_compressors.pointer_filter"):
         result, llm, docs = run(error, top_n=3)
 
     assert result.method is method

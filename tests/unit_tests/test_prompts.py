@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 from langchain_core.prompts import ChatPromptTemplate
 
-from cogito_lc import prompts
-from cogito_lc._pointers import pointer_model
-from cogito_lc._structured_output import request_schema
-from cogito_lc.fact_extractor import Fact
+from cogito_lc._core.structured_output import request_schema
+from cogito_lc.document_compressors._pointers import pointer_model
+from cogito_lc.extraction.fact_extractor import Fact
 from cogito_lc.prompts import (
     ENTRY_POINT_GROUP,
     PROMPTS_DIR_ENV_VAR,
@@ -27,6 +26,7 @@ from cogito_lc.prompts import (
     resolve_prompt,
     validate_prompt_variables,
 )
+from cogito_lc.prompts import registry as prompts
 
 BUILTIN_VARIABLES = {
     "fact_extraction": {"text", "context_section", "max_facts"},

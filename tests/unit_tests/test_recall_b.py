@@ -9,7 +9,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc.lexical import Bm25Index
+from cogito_lc.retrievers._lexical import Bm25Index
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 
 

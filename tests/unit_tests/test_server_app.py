@@ -23,11 +23,11 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import ValidationError
 
 from cogito_lc import FactExtractor, MemoryStore
-from cogito_lc._http_batch import PendingStore, StoreBatcher, store_batch
-from cogito_lc._http_guard import ConcurrencyLimitMiddleware, token_matches
-from cogito_lc._http_schemas import CalibrateRequest, SnapshotBuildRequest, request_models
-from cogito_lc.config import CogitoSettings, ConfigError
-from cogito_lc.server import check_bind, create_app, main
+from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
+from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
+from cogito_lc.service._schemas import CalibrateRequest, SnapshotBuildRequest, request_models
+from cogito_lc.service.config import CogitoSettings, ConfigError
+from cogito_lc.service.server import check_bind, create_app, main
 from tests.unit_tests.conftest import HashEmbeddings
 
 TOKEN = "unit-token"  # noqa: S105 - a test value
@@ -476,7 +476,7 @@ def test_out_of_range_since_says_what_is_wrong(client: TestClient) -> None:
 def test_out_of_range_stored_timestamps_are_not_timestamps() -> None:
     from datetime import datetime, timedelta, timezone
 
-    from cogito_lc._timestamps import parse_timestamp
+    from cogito_lc._core.timestamps import parse_timestamp
 
     early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))
     assert parse_timestamp(early) is None

@@ -9,8 +9,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from cogito_lc import MemoryStore
-from cogito_lc._grouping import group_memories
-from cogito_lc.snapshot import SnapshotBuilder, load_snapshot, render
+from cogito_lc.memory._grouping import group_memories
+from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot, render
 from tests.unit_tests.conftest import HashEmbeddings
 
 MEMORIES = [

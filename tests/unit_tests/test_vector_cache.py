@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cogito_lc.vector_cache import VectorCache
+from cogito_lc.retrievers._vector_cache import VectorCache
 
 
 def vec(value: float) -> np.ndarray:
