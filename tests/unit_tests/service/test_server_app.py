@@ -1,7 +1,7 @@
 """The HTTP app in process: schema, scopes, conflicts, error mapping, threads, guards.
 
 The end-to-end tests over a real uvicorn process are in
-``tests/integration_tests/test_server.py``; these use FastAPI's test client with
+``tests/integration_tests/service/test_server.py``; these use FastAPI's test client with
 hashing embeddings and an in-memory Chroma store, to reach the failure paths.
 """
 
