@@ -16,7 +16,8 @@ from cogito_lc.memory.scope import as_scope
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 
 if TYPE_CHECKING:
-    from cogito_lc.memory.memory_store import MemoryStore, ScopeLike
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
 
 __all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map"]
 

@@ -22,7 +22,8 @@ from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-    from cogito_lc.memory.memory_store import MemoryStore, ScopeLike
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
 
 __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
