@@ -23,8 +23,11 @@ class Scope(BaseModel):
     scope sets no key and sees the whole store.
 
     Example:
-        >>> Scope(user_id="alice").where()
-        {'user_id': 'alice'}
+        ```python
+        from cogito_lc import Scope
+
+        assert Scope(user_id="alice").where() == {"user_id": "alice"}
+        ```
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

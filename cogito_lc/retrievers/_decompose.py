@@ -61,8 +61,11 @@ def tokenize(text: str) -> list[str]:
     """Lower-case word tokens of ``text`` (letters and digits, inner apostrophes kept).
 
     Example:
-        >>> tokenize("What's the p95 latency?")
-        ["what's", 'the', 'p95', 'latency']
+        ```python
+        from cogito_lc.retrievers._decompose import tokenize
+
+        assert tokenize("What's the p95 latency?") == ["what's", "the", "p95", "latency"]
+        ```
     """
     return [word for word, _, _ in word_spans(text)]
 
@@ -71,8 +74,11 @@ def word_spans(text: str) -> list[tuple[str, int, int]]:
     """Each word of ``text`` as (lower-case word, start, end) character offsets into ``text``.
 
     Example:
-        >>> word_spans("Auth tokens")
-        [('auth', 0, 4), ('tokens', 5, 11)]
+        ```python
+        from cogito_lc.retrievers._decompose import word_spans
+
+        assert word_spans("Auth tokens") == [("auth", 0, 4), ("tokens", 5, 11)]
+        ```
     """
     return [
         (match.group(0).lower().replace("\u2019", "'"), match.start(), match.end())
@@ -137,8 +143,14 @@ def decompose_query(
         ValueError: If ``query`` is blank or ``max_subqueries`` is below 1.
 
     Example:
-        >>> decompose_query("how long do auth tokens last").queries
-        ('how long do auth tokens last', 'long auth tokens last', 'long auth', ...)
+        ```python
+        from cogito_lc.retrievers._decompose import decompose_query
+
+        decomposition = decompose_query("how long do auth tokens last")
+        decomposition.queries[:3]
+        # ('how long do auth tokens last', 'long auth tokens last', 'long auth')
+        assert decomposition.method == f"decompose_{len(decomposition.queries)}"
+        ```
     """
     if not isinstance(query, str):
         msg = f"query must be a str, got {type(query).__name__}; pass the query text."
