@@ -12,7 +12,7 @@ import pytest_socket
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
-from cogito_lc.retrievers._decompose import tokenize
+from cogito_lc._core.text import tokenize
 
 DIM = 64
 
