@@ -46,7 +46,7 @@ class RecallB(BaseRetriever):
     ``recall_b`` (served at ``/recall_b``, as it is here): RecallB is that recall
     rebuilt as a LangChain retriever over any vector store.
 
-    The query is split into sub-queries (:func:`~cogito_lc.decompose_query`),
+    The query is split into sub-queries (:func:`~cogito_lc.retrievers.decompose_query`),
     embedded in one batched call and searched in the vector store. The ranked
     runs (the original query's weighted above its fragments) and a BM25 run
     over the candidate pool are fused with reciprocal rank fusion keyed by
