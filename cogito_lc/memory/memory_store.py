@@ -18,16 +18,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
-from cogito_lc._core.filters import and_filters, check_filterable
+from cogito_lc._core.filters import and_filters
+from cogito_lc._core.stores import StoreAdapter, adapter_for, check_filterable
 from cogito_lc._core.validation import check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
-from cogito_lc.memory._store_backend import (
-    ChromaBackend,
-    StoreBackend,
-    backend_for,
-    persist_directory,
-)
 from cogito_lc.memory._vocab_file import load_vocab_map
 from cogito_lc.memory.scope import SCOPE_KEYS, Scope, as_scope
 from cogito_lc.retrievers.recall_b import RecallB
@@ -162,15 +157,16 @@ class MemoryStore:
         self.vocab_map: dict[str, list[str]] | None = (
             {k: list(v) for k, v in vocab_map.items()} if vocab_map else None
         )
-        self._backend: StoreBackend = backend_for(vectorstore)
-        self.data_dir: Path | None = Path(data_dir) if data_dir else persist_directory(vectorstore)
+        self._store: StoreAdapter = adapter_for(vectorstore)
+        persistent = self._store.persist_directory()
+        self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
         """Where the snapshot and the vocabulary map are saved: the Chroma persist
         directory by default; None for in-memory stores (nothing is saved)."""
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
-        if verify_index and persist_directory(vectorstore) is not None and _first_use(vectorstore):
+        if verify_index and persistent is not None and _first_use(vectorstore):
             self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
 
     # -- writes -------------------------------------------------------------
@@ -273,7 +269,7 @@ class MemoryStore:
 
     def get(self, id: str, *, scope: ScopeLike = None) -> Document | None:  # noqa: A002
         """The memory with this id if it lies in the scope, else None."""
-        found = self._backend.get([id], as_scope(scope, self.scope))
+        found = self._store.get([id], as_scope(scope, self.scope).where())
         return found[0] if found else None
 
     def list(
@@ -283,11 +279,13 @@ class MemoryStore:
         if limit < 1 or offset < 0:
             msg = f"limit must be >= 1 and offset >= 0, got limit={limit}, offset={offset}."
             raise ValueError(msg)
-        return self._backend.page(as_scope(scope, self.scope), limit, offset)
+        self._store.check_filters_by_metadata("MemoryStore.list")
+        return self._store.page(as_scope(scope, self.scope).where(), limit, offset)
 
     def count(self, scope: ScopeLike = None) -> int:
         """How many memories lie in the scope."""
-        return self._backend.count(as_scope(scope, self.scope))
+        self._store.check_filters_by_metadata("MemoryStore.count")
+        return self._store.count(as_scope(scope, self.scope).where())
 
     def delete(self, id: str, *, scope: ScopeLike = None) -> None:  # noqa: A002
         """Delete one memory of the scope.
@@ -298,7 +296,7 @@ class MemoryStore:
         """
         with self._lock:
             self._require(id, as_scope(scope, self.scope))
-            self._backend.delete([id])
+            self._store.delete([id])
             self._invalidate()
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -307,9 +305,10 @@ class MemoryStore:
         if not target:
             msg = "delete_scope needs a scope with at least one key; it never clears the store."
             raise ValueError(msg)
+        self._store.check_filters_by_metadata("MemoryStore.delete_scope")
         with self._lock:
-            ids = self._backend.ids_in(target)
-            self._backend.delete(ids)
+            ids = self._store.ids_in(target.where())
+            self._store.delete(ids)
             self._invalidate()
         return len(ids)
 
@@ -352,10 +351,8 @@ class MemoryStore:
         Returns:
             The ids that were re-indexed.
         """
-        if not isinstance(self._backend, ChromaBackend):
-            return []
         with self._lock:
-            unsearchable = self._backend.unsearchable(recent=recent)
+            unsearchable = self._store.unsearchable(recent=recent)
             if not unsearchable:
                 return []
             ids = builtins.list(unsearchable)
@@ -365,7 +362,7 @@ class MemoryStore:
                 len(ids),
                 ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
             )
-            still = self._backend.reindex(unsearchable)
+            still = self._store.reindex(unsearchable)
             if still:
                 logger.error(
                     "search index: %d memories are still not found by search after re-indexing: %s",
@@ -488,7 +485,7 @@ class MemoryStore:
         return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
 
     def _require(self, id: str, scope: Scope) -> Document:  # noqa: A002
-        found = self._backend.get([id], scope)
+        found = self._store.get([id], scope.where())
         if not found:
             msg = f"no memory with id {id!r} in scope {scope.metadata() or 'all'}"
             raise MemoryNotFoundError(msg)

@@ -39,7 +39,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.stores import chroma_collection, is_chroma
+from cogito_lc._core.stores import ChromaAdapter, is_chroma
 from cogito_lc._core.transport import TRANSPORT_ERROR_NAMES, exception_chain
 from cogito_lc.memory._vocab_file import load_vocab_map
 from cogito_lc.memory.memory_store import AddResult, MemoryNotFoundError, MemoryStore
@@ -407,7 +407,7 @@ def _chroma_rows(memory: MemoryStore, vector: list[float], k: int) -> dict[str, 
     all lie in the scope, they are the scope's ``k`` nearest. Otherwise (other
     scopes' memories are closer, or the collection is small) the filtered query runs.
     """
-    collection = chroma_collection(memory.vectorstore)
+    collection = ChromaAdapter(memory.vectorstore).collection
     include = ["documents", "embeddings", "metadatas"]
     where = memory.scope.where()
     if where is not None:
