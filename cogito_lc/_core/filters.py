@@ -2,8 +2,8 @@
 
 Scopes and ``search_kwargs["filter"]`` are written as Chroma ``where`` dicts.
 Other stores take other filter forms; :func:`store_filter` is the one place a
-``where`` dict is translated into the form a store's search takes, and
-:func:`check_filterable` rejects a store none is known for.
+``where`` dict is translated into the form a store's search takes
+(:func:`cogito_lc._core.stores.check_filterable` rejects a store none is known for).
 """
 
 from __future__ import annotations
@@ -15,23 +15,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cogito_lc._core.stores import is_chroma
-
-__all__ = [
-    "SUPPORTED_FILTER_STORES",
-    "and_filters",
-    "check_filterable",
-    "equality_predicate",
-    "filters_by_metadata",
-    "store_filter",
-    "where_predicate",
-]
-
-SUPPORTED_FILTER_STORES = (
-    "langchain_chroma.Chroma (a where dict) and "
-    "langchain_core.vectorstores.InMemoryVectorStore (a function of the Document)"
-)
-"""The stores a scope or a ``where`` filter can be translated for, as named in errors."""
+__all__ = ["and_filters", "equality_predicate", "store_filter", "where_predicate"]
 
 MetadataPredicate = Callable[[Mapping[str, Any]], bool]
 
@@ -175,31 +159,6 @@ def where_predicate(where: Mapping[str, Any]) -> MetadataPredicate:
         else:
             parts.append(_comparison(key, condition))
     return lambda metadata: all(part(metadata) for part in parts)
-
-
-def filters_by_metadata(store: VectorStore) -> bool:
-    """Whether a ``where`` filter can be translated for ``store``'s search."""
-    return is_chroma(store) or isinstance(store, InMemoryVectorStore)
-
-
-def check_filterable(store: VectorStore, purpose: str) -> None:
-    """Raise a clear error unless ``store``'s search can be filtered by metadata.
-
-    Args:
-        store: The vector store.
-        purpose: What needs the filter, for the message (e.g. ``"a scope"``).
-
-    Raises:
-        ValueError: If no translation of a ``where`` filter is known for the store.
-    """
-    if filters_by_metadata(store):
-        return
-    msg = (
-        f"{purpose} needs a vector store whose search can be filtered by metadata; "
-        f"{type(store).__name__} is not one cogito-lc can translate a filter for. "
-        f"Supported: {SUPPORTED_FILTER_STORES}."
-    )
-    raise ValueError(msg)
 
 
 def store_filter(store: VectorStore, where: Any) -> Any:

@@ -16,16 +16,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
-from cogito_lc._core.filters import and_filters, check_filterable
-from cogito_lc._core.validation import check_unicode
+from cogito_lc._core.filters import and_filters
+from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
+from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
-from cogito_lc.memory._store_backend import (
-    ChromaBackend,
-    StoreBackend,
-    backend_for,
-    persist_directory,
-)
 from cogito_lc.memory._vocab_file import load_vocab_map
 from cogito_lc.memory.scope import (
     SCOPE_KEYS,
@@ -58,6 +53,11 @@ VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
+
+_STAGE_ONE_K = 100
+"""How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
+_STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"}
+"""Keywords of ``as_retriever("recall")`` that configure stage 1; ``k`` is the final count."""
 
 
 class MemoryConflictError(ValueError):
@@ -153,15 +153,16 @@ class MemoryStore:
         self.vocab_map: dict[str, list[str]] | None = (
             {k: list(v) for k, v in vocab_map.items()} if vocab_map else None
         )
-        self._backend: StoreBackend = backend_for(vectorstore)
-        self.data_dir: Path | None = Path(data_dir) if data_dir else persist_directory(vectorstore)
+        self._store: StoreAdapter = adapter_for(vectorstore)
+        persistent = self._store.persist_directory()
+        self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
         """Where the snapshot and the vocabulary map are saved: the Chroma persist
         directory by default; None for in-memory stores (nothing is saved)."""
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
-        if verify_index and persist_directory(vectorstore) is not None and _first_use(vectorstore):
+        if verify_index and persistent is not None and _first_use(vectorstore):
             self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
 
     # -- writes -------------------------------------------------------------
@@ -264,7 +265,7 @@ class MemoryStore:
 
     def get(self, id: str, *, scope: ScopeLike = None) -> Document | None:  # noqa: A002
         """The memory with this id if it lies in the scope, else None."""
-        found = self._backend.get([id], as_scope(scope, self.scope))
+        found = self._store.get([id], as_scope(scope, self.scope).where())
         return found[0] if found else None
 
     def list(
@@ -274,11 +275,13 @@ class MemoryStore:
         if limit < 1 or offset < 0:
             msg = f"limit must be >= 1 and offset >= 0, got limit={limit}, offset={offset}."
             raise ValueError(msg)
-        return self._backend.page(as_scope(scope, self.scope), limit, offset)
+        self._store.check_filters_by_metadata("MemoryStore.list")
+        return self._store.page(as_scope(scope, self.scope).where(), limit, offset)
 
     def count(self, scope: ScopeLike = None) -> int:
         """How many memories lie in the scope."""
-        return self._backend.count(as_scope(scope, self.scope))
+        self._store.check_filters_by_metadata("MemoryStore.count")
+        return self._store.count(as_scope(scope, self.scope).where())
 
     def delete(self, id: str, *, scope: ScopeLike = None) -> None:  # noqa: A002
         """Delete one memory of the scope.
@@ -289,7 +292,7 @@ class MemoryStore:
         """
         with self._lock:
             self._require(id, as_scope(scope, self.scope))
-            self._backend.delete([id])
+            self._store.delete([id])
             self._invalidate()
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -298,9 +301,10 @@ class MemoryStore:
         if not target:
             msg = "delete_scope needs a scope with at least one key; it never clears the store."
             raise ValueError(msg)
+        self._store.check_filters_by_metadata("MemoryStore.delete_scope")
         with self._lock:
-            ids = self._backend.ids_in(target)
-            self._backend.delete(ids)
+            ids = self._store.ids_in(target.where())
+            self._store.delete(ids)
             self._invalidate()
         return len(ids)
 
@@ -341,10 +345,8 @@ class MemoryStore:
         Returns:
             The ids that were re-indexed.
         """
-        if not isinstance(self._backend, ChromaBackend):
-            return []
         with self._lock:
-            unsearchable = self._backend.unsearchable(recent=recent)
+            unsearchable = self._store.unsearchable(recent=recent)
             if not unsearchable:
                 return []
             ids = builtins.list(unsearchable)
@@ -354,7 +356,7 @@ class MemoryStore:
                 len(ids),
                 ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
             )
-            still = self._backend.reindex(unsearchable)
+            still = self._store.reindex(unsearchable)
             if still:
                 logger.error(
                     "search index: %d memories are still not found by search after re-indexing: %s",
@@ -366,7 +368,113 @@ class MemoryStore:
             self._invalidate()
         return ids
 
-    # -- retrievers -------------------------------------------------------------
+    # -- searches and retrievers ---------------------------------------------------
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 5,
+        threshold: float | None = None,
+        scope: ScopeLike = None,
+    ) -> builtins.list[ScoredDocument]:
+        """Plain vector search in the scope: the ``k`` nearest memories and their scores.
+
+        Over Chroma the score is the cosine similarity of the stored vector to
+        the query's, whatever distance the collection indexes by; other stores
+        give their relevance score (``similarity_search_with_relevance_scores``).
+        No model is called and nothing is re-ranked: for recall use
+        :meth:`as_retriever`.
+
+        Args:
+            text: The query.
+            k: How many memories to return at most.
+            threshold: Leave out memories scoring below it (a memory without a
+                finite score counts as 0.0).
+            scope: The scope to search instead of the store's.
+
+        Returns:
+            ``(document, score)`` pairs, nearest first; the score is None when the
+            store gives no finite one.
+
+        Raises:
+            ValueError: If ``text`` is blank or ``k`` is below 1.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+
+            memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+            memory.store("Auth tokens expire after 3600 seconds.")
+            [(doc, score)] = memory.search("Auth tokens expire after 3600 seconds.", k=1)
+            assert doc.page_content.startswith("Auth tokens") and score is not None
+            ```
+        """
+        check_query(text, name="text")
+        check_positive_int(k, name="k")
+        target = as_scope(scope, self.scope)
+        if target:
+            check_filterable(self.vectorstore, "search(scope=...)")
+        found = self._store.scored_search(text, k, target.where())
+        if threshold is None:
+            return found
+        return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+
+    def scoped(
+        self,
+        scope: ScopeLike,
+        *,
+        data_dir: str | Path | None = None,
+        fallback_vocab_map: Mapping[str, Sequence[str]] | None = None,
+    ) -> MemoryStore:
+        """A MemoryStore over the same vector store and extractor, confined to another scope.
+
+        Keys set in ``scope`` replace this store's; keys it leaves unset are
+        kept. The view has its own retrievers, snapshot and vocabulary map: the
+        map saved in ``data_dir`` if there is one, else ``fallback_vocab_map``.
+
+        Args:
+            scope: The scope keys to set.
+            data_dir: Where the view saves its snapshot and vocabulary map; None
+                saves nothing (unless the store is a persistent Chroma store, whose
+                directory is the default, as for any MemoryStore).
+            fallback_vocab_map: The vocabulary map when ``data_dir`` holds none.
+
+        Returns:
+            The view.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+
+            team = MemoryStore(
+                InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+                scope={"agent_id": "helpdesk"},
+            )
+            alice = team.scoped({"user_id": "alice"})
+            alice.store("Alice prefers answers in French.")
+            assert alice.scope.metadata() == {"user_id": "alice", "agent_id": "helpdesk"}
+            assert team.count() == 1 and team.scoped({"user_id": "bob"}).count() == 0
+            ```
+        """
+        target = as_scope({**self.scope.metadata(), **as_scope(scope).metadata()})
+        directory = Path(data_dir) if data_dir is not None else None
+        vocab_map = load_vocab_map(directory) or fallback_vocab_map
+        return MemoryStore(
+            self.vectorstore,
+            extractor=self.extractor,
+            scope=target,
+            max_text_chars=self.max_text_chars,
+            batch_size=self.batch_size,
+            vocab_map=vocab_map,
+            data_dir=directory,
+        )
 
     def as_retriever(
         self,
@@ -375,7 +483,30 @@ class MemoryStore:
         scope: ScopeLike = None,
         **kwargs: Any,
     ) -> BaseRetriever:
-        """A retriever confined to the scope by a filter every sub-search carries."""
+        """A retriever confined to the scope by a filter every sub-search carries.
+
+        Args:
+            kind: ``"recall_b"`` for :class:`~cogito_lc.RecallB` (no model);
+                ``"recall"`` for the two-stage
+                :class:`~cogito_lc.CogitoRetriever`: a RecallB fetching 100
+                candidates, then the :class:`~cogito_lc.PointerFilter`.
+            scope: The scope to search instead of the store's.
+            **kwargs: For ``"recall_b"``, fields of RecallB. For ``"recall"``:
+                ``llm`` (the filter's chat model; None keeps stage 1's order),
+                ``prompt`` and ``registry``, fields of the retriever (``k``,
+                ``pool_size``, ``since``, ``filter_when``, ...) and of the filter
+                (``timeout``, ``structured_output``, ``top_n``, ...), as
+                :meth:`CogitoRetriever.from_llm <cogito_lc.CogitoRetriever.from_llm>`
+                takes them; the other fields of RecallB go to stage 1.
+
+        Returns:
+            The retriever. Writes through this store refresh its corpus BM25 index.
+
+        Raises:
+            ValueError: If ``kind`` is unknown, or a scope is set over a store
+                whose search cannot be filtered by metadata.
+            TypeError: If a keyword is a field of none of the components.
+        """
         if kind not in {"recall_b", "recall"}:
             msg = f"kind must be 'recall_b' or 'recall', got {kind!r}."
             raise ValueError(msg)
@@ -391,20 +522,20 @@ class MemoryStore:
         kwargs.setdefault("vocab_map", self.vocab_map)
         if kind == "recall":
             return self._two_stage(search_kwargs, kwargs)
-        retriever = RecallB(vectorstore=self.vectorstore, search_kwargs=search_kwargs, **kwargs)
+        return self._recall_b(search_kwargs, kwargs)
+
+    def _recall_b(self, search_kwargs: dict[str, Any], fields: dict[str, Any]) -> RecallB:
+        retriever = RecallB(vectorstore=self.vectorstore, search_kwargs=search_kwargs, **fields)
         self._track(retriever)
         return retriever
 
-    def _two_stage(self, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> BaseRetriever:
+    def _two_stage(self, search_kwargs: dict[str, Any], fields: dict[str, Any]) -> BaseRetriever:
         from cogito_lc.retrievers.cogito_retriever import CogitoRetriever
 
-        llm = kwargs.pop("llm", None)
-        k = kwargs.pop("k", 10)
-        stage_one = RecallB(
-            vectorstore=self.vectorstore, search_kwargs=search_kwargs, k=100, **kwargs
-        )
-        self._track(stage_one)
-        return CogitoRetriever.from_llm(stage_one, llm, k=k)
+        llm = fields.pop("llm", None)
+        stage_one = {key: fields.pop(key) for key in list(fields) if key in _STAGE_ONE_FIELDS}
+        recall_b = self._recall_b(search_kwargs, {**stage_one, "k": _STAGE_ONE_K})
+        return CogitoRetriever.from_llm(recall_b, llm, **fields)
 
     # -- internals ----------------------------------------------------------------
 
@@ -477,7 +608,7 @@ class MemoryStore:
         return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
 
     def _require(self, id: str, scope: Scope) -> Document:  # noqa: A002
-        found = self._backend.get([id], scope)
+        found = self._store.get([id], scope.where())
         if not found:
             msg = f"no memory with id {id!r} in scope {scope.metadata() or 'all'}"
             raise MemoryNotFoundError(msg)

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.documents import Document
 
+from cogito_lc._core.stores import ChromaAdapter
 from cogito_lc.retrievers._fusion import document_key
 
 __all__ = ["Bm25Index", "ChromaBm25Source", "LexicalHits"]
@@ -93,7 +94,7 @@ class Bm25Index:
 
 
 class ChromaBm25Source:
-    """BM25 indexes over a Chroma collection, one per metadata filter, kept fresh.
+    """BM25 indexes over a Chroma store, one per metadata filter, kept fresh.
 
     An index is rebuilt when the collection's document count has changed,
     checked at most once per ``refresh_interval`` seconds, or after
@@ -102,9 +103,9 @@ class ChromaBm25Source:
     """
 
     def __init__(
-        self, collection: Any, *, max_indexes: int = 16, refresh_interval: float = 1.0
+        self, store: ChromaAdapter, *, max_indexes: int = 16, refresh_interval: float = 1.0
     ) -> None:
-        self._collection = collection
+        self._store = store
         self._max_indexes = max_indexes
         self._refresh_interval = refresh_interval
         self._indexes: OrderedDict[str, _Entry] = OrderedDict()
@@ -135,9 +136,9 @@ class ChromaBm25Source:
         now = time.monotonic()
         if entry is not None and now - entry.checked_at < self._refresh_interval:
             return entry
-        count = self._collection.count()
+        count = self._store.count()
         if entry is None or entry.count != count:
-            entry = _Entry(count, Bm25Index(self._load(where, where_document)), now)
+            entry = _Entry(count, Bm25Index(self._store.documents(where, where_document)), now)
         entry.checked_at = now
         with self._lock:
             self._indexes[key] = entry
@@ -145,20 +146,6 @@ class ChromaBm25Source:
             while len(self._indexes) > self._max_indexes:
                 self._indexes.popitem(last=False)
         return entry
-
-    def _load(
-        self, where: dict[str, Any] | None, where_document: dict[str, Any] | None
-    ) -> list[Document]:
-        raw = self._collection.get(
-            where=where, where_document=where_document, include=["documents", "metadatas"]
-        )
-        return [
-            Document(page_content=text, metadata=dict(meta or {}), id=doc_id)
-            for doc_id, text, meta in zip(
-                raw["ids"], raw["documents"], raw["metadatas"], strict=True
-            )
-            if text is not None
-        ]
 
 
 @dataclass

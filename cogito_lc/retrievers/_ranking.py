@@ -1,4 +1,7 @@
-"""Ranking helpers for RecallB: BM25 over the candidate pool and the cosine blend."""
+"""Ranking helpers for RecallB: BM25 over the candidate pool and the cosine blend.
+
+The cosine similarities themselves come from :func:`cogito_lc._core.stores.cosine_scores`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["blend", "bm25_run", "cosine_scores"]
+__all__ = ["blend", "bm25_run"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -30,14 +33,6 @@ def bm25_run(query: str, keys: Sequence[str], texts: Sequence[str]) -> list[str]
     scores = index.get_scores(query_words)
     order = np.argsort(-scores, kind="stable")
     return [keys[i] for i in order if scores[i] > 0]
-
-
-def cosine_scores(query_vector: Vector, matrix: Vector) -> Vector:
-    """Cosine similarity of ``query_vector`` to each row of ``matrix``."""
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query_vector))
-    norms[norms == 0] = 1.0
-    similarities: Vector = (matrix @ query_vector / norms).astype(np.float32)
-    return similarities
 
 
 def _unit_range(values: Vector) -> Vector:

@@ -1,16 +1,16 @@
-"""Vector-store search backends for RecallB.
+"""RecallB's searches and candidate vectors, over a store adapter.
 
-:func:`search` runs one search per query vector and returns the ranked runs
-and the candidate pool (the stored documents). :func:`fill_vectors` then finds
-a vector for every candidate in a bounded cache; misses are read from the
-store where it keeps vectors (Chroma), else embedded once, in one batched call.
+:func:`search` runs one search per query vector (Chroma: one batched query;
+see :mod:`cogito_lc._core.stores`) and returns the ranked runs and the
+candidate pool (the stored documents). :func:`fill_vectors` then finds a
+vector for every candidate in a bounded cache; misses are read from the store
+where it keeps vectors (Chroma), else embedded once, in one batched call.
 Cache entries are keyed by document id and a hash of the text, so an updated
 memory is never scored with its old vector.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import VectorStore
 
-from cogito_lc._core.stores import chroma_collection, is_chroma
+from cogito_lc._core.stores import Run, StoreAdapter
 from cogito_lc.retrievers._fusion import document_key
 from cogito_lc.retrievers._vector_cache import VectorCache
 
@@ -72,54 +71,7 @@ def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _chroma_search(
-    store: VectorStore, vectors: Matrix, fetch_ks: Sequence[int], search_kwargs: dict[str, Any]
-) -> SearchResult:
-    kwargs = dict(search_kwargs)
-    where = kwargs.pop("filter", None)
-    collection = chroma_collection(store)
-    result = SearchResult()
-    raw = collection.query(
-        query_embeddings=vectors,
-        n_results=max(fetch_ks),
-        where=where,
-        include=["documents", "metadatas"],
-        **kwargs,
-    )
-    for q_index, fetch_k in enumerate(fetch_ks):
-        rows = zip(
-            raw["ids"][q_index], raw["documents"][q_index], raw["metadatas"][q_index], strict=True
-        )
-        result.add_run(
-            [
-                Document(page_content=text, metadata=dict(meta or {}), id=doc_id)
-                for doc_id, text, meta in list(rows)[:fetch_k]
-                if text is not None
-            ]
-        )
-    return result
-
-
-def _generic_run(
-    store: VectorStore, vector: Matrix, text: str, fetch_k: int, kwargs: dict[str, Any]
-) -> tuple[list[Document], bool]:
-    try:
-        return store.similarity_search_by_vector(vector.tolist(), k=fetch_k, **kwargs), False
-    except NotImplementedError:
-        return store.similarity_search(text, k=fetch_k, **kwargs), True
-
-
-async def _ageneric_run(
-    store: VectorStore, vector: Matrix, text: str, fetch_k: int, kwargs: dict[str, Any]
-) -> tuple[list[Document], bool]:
-    try:
-        docs = await store.asimilarity_search_by_vector(vector.tolist(), k=fetch_k, **kwargs)
-    except NotImplementedError:
-        return await store.asimilarity_search(text, k=fetch_k, **kwargs), True
-    return docs, False
-
-
-def _collect(runs: Sequence[tuple[list[Document], bool]]) -> SearchResult:
+def _collect(runs: Sequence[Run]) -> SearchResult:
     result = SearchResult()
     for docs, by_text in runs:
         result.text_search = result.text_search or by_text
@@ -128,7 +80,7 @@ def _collect(runs: Sequence[tuple[list[Document], bool]]) -> SearchResult:
 
 
 def search(
-    store: VectorStore,
+    store: StoreAdapter,
     queries: Sequence[str],
     vectors: Matrix,
     *,
@@ -136,18 +88,11 @@ def search(
     search_kwargs: dict[str, Any],
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``."""
-    if is_chroma(store):
-        return _chroma_search(store, vectors, fetch_ks, search_kwargs)
-    return _collect(
-        [
-            _generic_run(store, vector, text, fetch_k, search_kwargs)
-            for text, vector, fetch_k in zip(queries, vectors, fetch_ks, strict=True)
-        ]
-    )
+    return _collect(store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs))
 
 
 async def asearch(
-    store: VectorStore,
+    store: StoreAdapter,
     queries: Sequence[str],
     vectors: Matrix,
     *,
@@ -155,18 +100,7 @@ async def asearch(
     search_kwargs: dict[str, Any],
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    if is_chroma(store):
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            None, _chroma_search, store, vectors, fetch_ks, search_kwargs
-        )
-    runs = await asyncio.gather(
-        *(
-            _ageneric_run(store, vector, text, fetch_k, search_kwargs)
-            for text, vector, fetch_k in zip(queries, vectors, fetch_ks, strict=True)
-        )
-    )
-    return _collect(runs)
+    return _collect(await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs))
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
@@ -191,42 +125,27 @@ def _store_vectors(
         cache.put(_cache_key(key, text), array)
 
 
-def _chroma_vectors(store: VectorStore, missing: dict[str, str]) -> list[Any] | None:
-    raw = chroma_collection(store).get(ids=list(missing), include=["embeddings", "documents"])
-    found = {
-        doc_id: emb
-        for doc_id, emb, text in zip(raw["ids"], raw["embeddings"], raw["documents"], strict=True)
-        if text == missing.get(doc_id)
-    }
-    if set(found) != set(missing):
-        return None
-    return [found[key] for key in missing]
-
-
 def fill_vectors(
-    store: VectorStore, embeddings: Embeddings, result: SearchResult, cache: VectorCache
+    store: StoreAdapter, embeddings: Embeddings, result: SearchResult, cache: VectorCache
 ) -> None:
     """Give every pool document a vector: stored, cached, or embedded once in a batch."""
     missing = _from_cache(result, cache)
     if not missing:
         return
-    vectors = _chroma_vectors(store, missing) if is_chroma(store) else None
+    vectors = store.stored_vectors(missing)
     if vectors is None:
         vectors = embeddings.embed_documents(list(missing.values()))
     _store_vectors(result, cache, missing, vectors)
 
 
 async def afill_vectors(
-    store: VectorStore, embeddings: Embeddings, result: SearchResult, cache: VectorCache
+    store: StoreAdapter, embeddings: Embeddings, result: SearchResult, cache: VectorCache
 ) -> None:
     """Async :func:`fill_vectors`."""
     missing = _from_cache(result, cache)
     if not missing:
         return
-    vectors = None
-    if is_chroma(store):
-        loop = asyncio.get_running_loop()
-        vectors = await loop.run_in_executor(None, _chroma_vectors, store, missing)
+    vectors = await store.astored_vectors(missing)
     if vectors is None:
         vectors = await embeddings.aembed_documents(list(missing.values()))
     _store_vectors(result, cache, missing, vectors)

@@ -20,13 +20,13 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from cogito_lc._core.filters import equality_predicate, store_filter
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.stores import chroma_collection, is_chroma
+from cogito_lc._core.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
 from cogito_lc._core.validation import check_positive_int, check_query, reject_unknown_kwargs
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source, LexicalHits
-from cogito_lc.retrievers._ranking import Vector, blend, bm25_run, cosine_scores
+from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
 from cogito_lc.retrievers._subquery_vectors import (
     SubqueryVectorMode,
     aembed_subqueries,
@@ -132,6 +132,7 @@ class RecallB(BaseRetriever):
     embeddings allow it, else batch."""
 
     _cache: VectorCache = PrivateAttr()
+    _store: StoreAdapter = PrivateAttr()
     _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -151,8 +152,9 @@ class RecallB(BaseRetriever):
             raise ValueError(msg)
         self._cache = VectorCache(self.cache_size)
         self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
-        if is_chroma(self.vectorstore) and self.lexical_index is None:
-            self._chroma_bm25 = ChromaBm25Source(chroma_collection(self.vectorstore))
+        self._store = adapter_for(self.vectorstore)
+        if isinstance(self._store, ChromaAdapter) and self.lexical_index is None:
+            self._chroma_bm25 = ChromaBm25Source(self._store)
         return self
 
     @property
@@ -230,7 +232,7 @@ class RecallB(BaseRetriever):
         )
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
-            self.vectorstore,
+            self._store,
             decomposition.queries,
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
@@ -240,7 +242,7 @@ class RecallB(BaseRetriever):
             found.keep(post_filter)
         hits = self._lexical_hits(decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
-        _search.fill_vectors(self.vectorstore, self.query_embeddings, found, self._cache)
+        _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
         return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
 
     async def _aget_relevant_documents(
@@ -253,7 +255,7 @@ class RecallB(BaseRetriever):
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         found = await _search.asearch(
-            self.vectorstore,
+            self._store,
             decomposition.queries,
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
@@ -263,7 +265,7 @@ class RecallB(BaseRetriever):
             found.keep(post_filter)
         hits = await loop.run_in_executor(None, self._lexical_hits, decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
-        await _search.afill_vectors(self.vectorstore, self.query_embeddings, found, self._cache)
+        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
         return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
 
     def _corpus_top(self, hits: LexicalHits | None) -> list[Document]:

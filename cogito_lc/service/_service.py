@@ -28,10 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio.to_thread
-import numpy as np
 from anyio import CapacityLimiter
 from fastapi import HTTPException
 from langchain_core.callbacks import BaseCallbackHandler
@@ -39,12 +38,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.stores import chroma_collection, is_chroma
 from cogito_lc._core.transport import TRANSPORT_ERROR_NAMES, exception_chain
-from cogito_lc.memory._vocab_file import load_vocab_map
 from cogito_lc.memory.memory_store import AddResult, MemoryNotFoundError, MemoryStore
-from cogito_lc.memory.scope import Scope
-from cogito_lc.retrievers.recall_b import RecallB
 from cogito_lc.service._batch import PendingStore, StoreBatcher
 from cogito_lc.service._schemas import MemoryHit, finite
 
@@ -204,20 +199,12 @@ class MemoryService:
             return view
 
     def _scoped_memory(self, user_id: str) -> MemoryStore:
-        base = self.memory
-        scope = Scope(**{**base.scope.metadata(), "user_id": user_id})
         data_dir = None
-        if base.data_dir is not None:
+        if self.memory.data_dir is not None:
             digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
-            data_dir = base.data_dir / SCOPES_DIR / digest
-        return MemoryStore(
-            base.vectorstore,
-            extractor=base.extractor,
-            scope=scope,
-            max_text_chars=base.max_text_chars,
-            batch_size=base.batch_size,
-            vocab_map=load_vocab_map(data_dir) or self.options.vocab_map,
-            data_dir=data_dir,
+            data_dir = self.memory.data_dir / SCOPES_DIR / digest
+        return self.memory.scoped(
+            {"user_id": user_id}, data_dir=data_dir, fallback_vocab_map=self.options.vocab_map
         )
 
     def _retriever(self, view: ScopeView, kind: str) -> Any:
@@ -228,12 +215,9 @@ class MemoryService:
         if kind == "recall_b":
             retriever = view.memory.as_retriever("recall_b")
         else:
-            from cogito_lc.retrievers.cogito_retriever import CogitoRetriever
-
-            stage_one = cast("RecallB", view.memory.as_retriever("recall_b", k=100))
-            retriever = CogitoRetriever.from_llm(
-                stage_one,
-                self.options.filter_llm,
+            retriever = view.memory.as_retriever(
+                "recall",
+                llm=self.options.filter_llm,
                 timeout=self.options.filter_timeout,
                 structured_output=self.options.structured_output,
             )
@@ -250,18 +234,9 @@ class MemoryService:
         self, view: ScopeView, text: str, limit: int | None, threshold: float | None
     ) -> list[MemoryHit]:
         """Plain vector search in the scope, scored by cosine similarity to the query."""
-        k = limit or self.options.query_limit
         floor = threshold if threshold is not None else self.options.query_threshold
-        memory = view.memory
-        embeddings = memory.vectorstore.embeddings
-        if embeddings is None or not is_chroma(memory.vectorstore):
-            pairs = memory.vectorstore.similarity_search_with_relevance_scores(
-                text, k=k, filter=memory.scope.where()
-            )
-            hits = [_hit(doc, score) for doc, score in pairs]
-        else:
-            hits = _chroma_query(memory, embeddings.embed_query(text), k)
-        return [hit for hit in hits if floor is None or (hit.score or 0.0) >= floor]
+        found = view.memory.search(text, k=limit or self.options.query_limit, threshold=floor)
+        return [_hit(doc, score) for doc, score in found]
 
     def recall_b(
         self, view: ScopeView, text: str, limit: int | None, threshold: float | None
@@ -396,40 +371,3 @@ def _tag(docs: Sequence[Document], key: str) -> str | None:
 
 def _hit(doc: Document, score: Any) -> MemoryHit:
     return MemoryHit(id=doc.id or "", text=doc.page_content, score=finite(score))
-
-
-def _chroma_rows(memory: MemoryStore, vector: list[float], k: int) -> dict[str, list[Any]]:
-    """The scope's ``k`` nearest rows: ids, documents, embeddings.
-
-    Chroma answers a metadata-filtered query by scanning every matching row (about
-    25 ms at 10,000 rows on 2 cores, against 1.5 ms for its vector index), so the
-    index is asked first: when the ``k`` nearest memories of the whole collection
-    all lie in the scope, they are the scope's ``k`` nearest. Otherwise (other
-    scopes' memories are closer, or the collection is small) the filtered query runs.
-    """
-    collection = chroma_collection(memory.vectorstore)
-    include = ["documents", "embeddings", "metadatas"]
-    where = memory.scope.where()
-    if where is not None:
-        raw = collection.query(query_embeddings=[vector], n_results=k, include=include)
-        metadatas = raw["metadatas"][0]
-        if len(metadatas) == k and all(memory.scope.contains(m or {}) for m in metadatas):
-            return {key: raw[key][0] for key in ("ids", "documents", "embeddings")}
-    raw = collection.query(query_embeddings=[vector], n_results=k, where=where, include=include)
-    return {key: raw[key][0] for key in ("ids", "documents", "embeddings")}
-
-
-def _chroma_query(memory: MemoryStore, vector: list[float], k: int) -> list[MemoryHit]:
-    rows = _chroma_rows(memory, vector, k)
-    ids, texts, vectors = rows["ids"], rows["documents"], rows["embeddings"]
-    if not len(ids):
-        return []
-    query = np.asarray(vector, dtype=np.float32)
-    matrix = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    cosines = matrix @ query / np.where(norms == 0, 1.0, norms)
-    return [
-        MemoryHit(id=doc_id, text=text, score=finite(cosine))
-        for doc_id, text, cosine in zip(ids, texts, cosines.tolist(), strict=True)
-        if text is not None
-    ]

@@ -22,7 +22,7 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc.memory._store_backend import ChromaBackend
+from cogito_lc._core.stores import ChromaAdapter
 from tests.integration_tests.random_embeddings import RandomEmbeddings
 
 ROWS = 1000
@@ -126,7 +126,7 @@ def test_rows_no_search_reaches_are_reindexed_on_start(
 
     store = Chroma("memories", RandomEmbeddings(), persist_directory=str(directory))
     assert [doc.id for doc in store.get_by_ids(cut)] == cut
-    backend = ChromaBackend(store)
+    backend = ChromaAdapter(store)
     assert backend.unsearchable(recent=0) == {}, "the window bounds what is checked"
     assert sorted(backend.unsearchable(recent=ROWS)) == cut
     with caplog.at_level(logging.WARNING, logger="cogito_lc.memory.memory_store"):

@@ -8,12 +8,8 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import RecallB
-from cogito_lc._core.filters import (
-    check_filterable,
-    equality_predicate,
-    store_filter,
-    where_predicate,
-)
+from cogito_lc._core.filters import equality_predicate, store_filter, where_predicate
+from cogito_lc._core.stores import check_filterable
 from tests.unit_tests.conftest import HashEmbeddings
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +417,96 @@ def test_a_lone_surrogate_in_text_or_id_is_a_clear_error(memory: MemoryStore) ->
     with pytest.raises(ValueError, match="id holds a lone surrogate"):
         memory.store("good text", id="id-\udfff")
     assert memory.count() == 0
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norms
+
+
+def test_search_scores_by_cosine_and_stays_in_the_scope(chroma: Chroma) -> None:
+    alice = MemoryStore(chroma, scope={"user_id": "alice"})
+    bob = MemoryStore(chroma, scope={"user_id": "bob"})
+    near = alice.store("billing vault key in the red drawer")
+    far = alice.store("deploys freeze on fridays")
+    bob.store("billing vault key under the blue mat")  # nearer to the query than `far`
+
+    found = alice.search("billing vault key", k=5)
+    assert [doc.id for doc, _ in found] == [near.id, far.id]
+    query = HashEmbeddings.vector("billing vault key")
+    for doc, score in found:
+        assert score == pytest.approx(_cosine(query, HashEmbeddings.vector(doc.page_content)))
+        assert doc.metadata["user_id"] == "alice"
+    assert [doc.id for doc, _ in alice.search("billing vault key", k=5, threshold=0.5)] == [near.id]
+    everyone = alice.search("billing vault key", k=5, scope=Scope())
+    assert {doc.metadata["user_id"] for doc, _ in everyone} == {"alice", "bob"}
+
+
+def test_search_over_every_supported_store(any_store: VectorStore) -> None:
+    alice = MemoryStore(any_store, scope={"user_id": "alice"})
+    kept = alice.store("Alice keeps the billing vault key in the red drawer.")
+    alice.store("Alice moved the deploy freeze to Thursdays.")
+    MemoryStore(any_store, scope={"user_id": "bob"}).store("billing vault key blue mat")
+
+    found = alice.search("billing vault key", k=5)
+    assert found[0][0].id == kept.id
+    assert len(found) == 2
+    assert all(doc.metadata["user_id"] == "alice" for doc, _ in found)
+    scores = [score for _, score in found]
+    assert all(score is not None for score in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+def test_search_rejects_a_blank_query_and_a_bad_k(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match="text is empty"):
+        memory.search("   ")
+    with pytest.raises(ValueError, match="k"):
+        memory.search("query", k=0)
+
+
+def test_a_scoped_view_shares_the_store_and_reads_its_own_vocabulary(
+    chroma: Chroma, tmp_path: Path
+) -> None:
+    extractor = FactExtractor.from_llm(FakeListChatModel(responses=["[]"]))
+    team = MemoryStore(chroma, scope={"agent_id": "helpdesk"}, extractor=extractor, batch_size=7)
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "vocab_map.json").write_text(json.dumps({"how fast": ["latency"]}), encoding="utf-8")
+    fallback = {"money": ["billing"]}
+
+    alice = team.scoped({"user_id": "alice"}, data_dir=saved, fallback_vocab_map=fallback)
+    assert alice.scope == Scope(user_id="alice", agent_id="helpdesk")
+    assert alice.vectorstore is chroma
+    assert (alice.extractor, alice.batch_size, alice.data_dir) == (extractor, 7, saved)
+    assert alice.vocab_map == {"how fast": ["latency"]}
+    bob = team.scoped(Scope(user_id="bob"), data_dir=tmp_path / "none", fallback_vocab_map=fallback)
+    assert bob.vocab_map == fallback
+    assert team.scoped({"agent_id": "billing"}).scope == Scope(agent_id="billing")
+
+    alice.store("Alice prefers answers in French.")
+    assert (team.count(), alice.count(), bob.count()) == (1, 1, 0)
+
+
+def test_the_recall_retriever_takes_filter_and_stage_one_settings(chroma: Chroma) -> None:
+    from cogito_lc import CogitoRetriever
+
+    memory = MemoryStore(chroma, scope={"user_id": "alice"}, vocab_map={"money": ["billing"]})
+    llm = FakeListChatModel(responses=["[1]"])
+    retriever = memory.as_retriever(
+        "recall", llm=llm, timeout=3.0, structured_output="none", k=2, fetch_k=7, pool_size=20
+    )
+    assert isinstance(retriever, CogitoRetriever)
+    assert (retriever.k, retriever.pool_size) == (2, 20)
+    assert (retriever.pointer_filter.timeout, retriever.pointer_filter.structured_output) == (
+        3.0,
+        "none",
+    )
+    assert retriever.pointer_filter.llm is llm
+    stage_one = retriever.recall_b
+    assert (stage_one.k, stage_one.fetch_k) == (100, 7)
+    assert stage_one.vocab_map == {"money": ["billing"]}
+    assert stage_one.search_kwargs == {"filter": {"user_id": "alice"}}
+    assert memory.as_retriever("recall").k == 10  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="'timout' \\(did you mean 'timeout'\\?\\)"):
+        memory.as_retriever("recall", timout=3.0)

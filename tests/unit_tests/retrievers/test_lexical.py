@@ -4,6 +4,7 @@ from langchain_chroma import Chroma
 from langchain_core.documents import Document
 
 from cogito_lc import RecallB
+from cogito_lc._core.stores import ChromaAdapter
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 
 
@@ -29,7 +30,7 @@ def test_empty_index_finds_nothing() -> None:
 
 def test_chroma_source_rebuilds_after_a_write(chroma: Chroma) -> None:
     chroma.add_texts(["alpha memory"], ids=["a"])
-    source = ChromaBm25Source(chroma._collection, refresh_interval=0.0)
+    source = ChromaBm25Source(ChromaAdapter(chroma), refresh_interval=0.0)
     assert [d.id for d in source.index_for().search("beta", k=3)] == []
     chroma.add_texts(["beta memory"], ids=["b"])
     assert [d.id for d in source.index_for().search("beta", k=3)] == ["b"]
@@ -41,7 +42,7 @@ def test_chroma_source_applies_the_filter(chroma: Chroma) -> None:
         ids=["a", "b"],
         metadatas=[{"user_id": "alice"}, {"user_id": "bob"}],
     )
-    source = ChromaBm25Source(chroma._collection)
+    source = ChromaBm25Source(ChromaAdapter(chroma))
     found = source.index_for({"user_id": "bob"}).search("shared word", k=5)
     assert [d.id for d in found] == ["b"]
 
