@@ -32,18 +32,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForChainRun,
-    CallbackManagerForChainRun,
-    Callbacks,
-    adispatch_custom_event,
-    dispatch_custom_event,
-)
+from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.exceptions import OutputParserException
 from langchain_core.output_parsers import BaseOutputParser
@@ -54,20 +48,24 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import TypedDict
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.structured_output import (
-    Attempt,
-    StructuredOutputMode,
-    attempts,
-    read_reply,
+from cogito_lc._core.model_call import (
+    FailureKind,
+    ModelAnswer,
+    acall_model,
+    arun_as_chain,
+    call_model,
+    failure_kind,
+    run_as_chain,
+    with_model_name,
 )
-from cogito_lc._core.transport import is_transport_error, schema_may_be_rejected
+from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.validation import (
     check_documents,
     check_positive_int,
     check_query,
     reject_unknown_kwargs,
 )
-from cogito_lc.document_compressors._deadline import call_with_deadline, is_timeout_error
+from cogito_lc.document_compressors._deadline import call_with_deadline
 from cogito_lc.document_compressors._pointers import (
     CandidateBlock,
     ParsedPointers,
@@ -76,7 +74,6 @@ from cogito_lc.document_compressors._pointers import (
     pointer_model,
     render_candidates,
 )
-from cogito_lc.extraction.llm_extractor import with_model_name
 from cogito_lc.prompts.registry import (
     PromptLike,
     PromptRegistry,
@@ -214,6 +211,13 @@ class FilterResult:
             "structured": self.structured,
             "error": self.error,
         }
+
+
+_FAILURE_METHODS: dict[FailureKind, FilterMethod] = {
+    "timeout": FilterMethod.FALLBACK_TIMEOUT,
+    "unreachable": FilterMethod.FALLBACK_UNREACHABLE,
+    "error": FilterMethod.FALLBACK_ERROR,
+}
 
 
 @dataclass(frozen=True)
@@ -436,18 +440,15 @@ class PointerFilter(
             ValueError: If the query is blank, ``top_n < 1`` or a key is missing.
         """
         request = self._request(input, top_n)
-        results: list[FilterResult] = []
-
-        def run(
-            _: PointerFilterInput, run_manager: CallbackManagerForChainRun, config: RunnableConfig
-        ) -> list[Document]:
-            result = self._filter(request, config)
-            dispatch_custom_event(FILTER_EVENT, result.event_data(self.get_name()), config=config)
-            results.append(result)
-            return result.documents
-
-        self._call_with_config(run, input, config)
-        return results[0]
+        return run_as_chain(
+            self,
+            lambda child: self._filter(request, child),
+            input,
+            config,
+            output=_documents,
+            event=FILTER_EVENT,
+            event_data=self._event_data,
+        )
 
     async def ainvoke_with_result(
         self,
@@ -458,22 +459,18 @@ class PointerFilter(
     ) -> FilterResult:
         """Async :meth:`invoke_with_result`; a timeout cancels the model call."""
         request = self._request(input, top_n)
-        results: list[FilterResult] = []
+        return await arun_as_chain(
+            self,
+            lambda child: self._afilter(request, child),
+            input,
+            config,
+            output=_documents,
+            event=FILTER_EVENT,
+            event_data=self._event_data,
+        )
 
-        async def run(
-            _: PointerFilterInput,
-            run_manager: AsyncCallbackManagerForChainRun,
-            config: RunnableConfig,
-        ) -> list[Document]:
-            result = await self._afilter(request, config)
-            await adispatch_custom_event(
-                FILTER_EVENT, result.event_data(self.get_name()), config=config
-            )
-            results.append(result)
-            return result.documents
-
-        await self._acall_with_config(run, input, config)
-        return results[0]
+    def _event_data(self, result: FilterResult) -> dict[str, Any]:
+        return result.event_data(self.get_name())
 
     def _request(self, input_: Any, top_n: int | None) -> _Request:
         name = self.get_name()
@@ -545,65 +542,29 @@ class PointerFilter(
             char_budget=self.char_budget,
         )
 
-    def _attempts(self, shown: int) -> Iterator[Attempt]:
-        assert self.llm is not None  # noqa: S101 - checked by _early_result
-        return attempts(
-            self.llm,
-            self.structured_output,
-            pointer_model(shown),
-            many=False,
-            owner=self.get_name(),
-        )
-
     def _ask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         prompt_value = self.prompt.invoke({"query": query, "candidates": block.text}, config)
-        for attempt in self._attempts(block.shown):
-            try:
-                output = attempt.runnable.invoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if attempt.structured and self._retry_without_schema(exc):
-                    continue
-                raise
-            text = read_reply(output).text
-            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
-        msg = "unreachable: the attempt without a schema always returns or raises"
-        raise AssertionError(msg)
+        answer = call_model(self.llm, prompt_value, config, **self._call_options(block))
+        return _reply(answer, block, prompt_value)
 
     async def _aask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         variables = {"query": query, "candidates": block.text}
         prompt_value = await self.prompt.ainvoke(variables, config)
-        for attempt in self._attempts(block.shown):
-            try:
-                output = await attempt.runnable.ainvoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if attempt.structured and self._retry_without_schema(exc):
-                    continue
-                raise
-            text = read_reply(output).text
-            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
-        msg = "unreachable: the attempt without a schema always returns or raises"
-        raise AssertionError(msg)
+        answer = await acall_model(self.llm, prompt_value, config, **self._call_options(block))
+        return _reply(answer, block, prompt_value)
 
-    def _retry_without_schema(self, exc: Exception) -> bool:
-        if not schema_may_be_rejected(exc):
-            return False
-        logger.warning(
-            "%s: the model server rejected the output schema (%s); retrying without it. "
-            "Set structured_output='none' or the mode your server supports.",
-            self.get_name(),
-            exc,
-        )
-        return True
+    def _call_options(self, block: CandidateBlock) -> dict[str, Any]:
+        return {
+            "structured_output": self.structured_output,
+            "output": pointer_model(block.shown),
+            "owner": self.get_name(),
+            "log": logger,
+        }
 
     def _failed(self, request: _Request, block: CandidateBlock, exc: Exception) -> FilterResult:
-        if is_timeout_error(exc):
-            method = FilterMethod.FALLBACK_TIMEOUT
-        elif is_transport_error(exc):
-            method = FilterMethod.FALLBACK_UNREACHABLE
-        else:
-            method = FilterMethod.FALLBACK_ERROR
+        method = _FAILURE_METHODS[failure_kind(exc)]
         error = f"{type(exc).__name__}: {exc}"
         logger.warning(
             "%s: model call failed (%s); returning the %d candidates unfiltered (%s).",
@@ -842,8 +803,13 @@ def _unique(
     return chosen
 
 
-def _prompt_text(prompt_value: PromptValue) -> str:
-    return "\n".join(message.text for message in prompt_value.to_messages())
+def _reply(answer: ModelAnswer, block: CandidateBlock, prompt_value: PromptValue) -> _Reply:
+    prompt_text = "\n".join(message.text for message in prompt_value.to_messages())
+    return _Reply(answer.reply.text, answer.structured, block, prompt_text)
+
+
+def _documents(result: FilterResult) -> list[Document]:
+    return result.documents
 
 
 def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:

@@ -26,15 +26,15 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cogito_lc._core.json_repair import JsonExtractionError
+from cogito_lc._core.model_call import arun_as_chain, run_as_chain, with_model_name
 from cogito_lc._core.structured_output import LIST_WRAPPER_KEY, StructuredOutputMode
-from cogito_lc.extraction._tracing import arun_traced, run_traced
 from cogito_lc.extraction.llm_extractor import (
+    EXTRACTION_EVENT,
     ExtractionMethod,
     ExtractionResult,
     LlmExtractor,
     decode_items,
     validate_items,
-    with_model_name,
 )
 from cogito_lc.prompts.registry import PromptLike, PromptRegistry, resolve_prompt
 
@@ -318,7 +318,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             variables = self._variables(request)
             return self.extractor.invoke_with_result(variables, child, max_items=request.max_facts)
 
-        return run_traced(self, request, config, extract, event=_is_skipped)
+        return run_as_chain(self, extract, request, config, **self._run_options())
 
     async def ainvoke_with_result(
         self,
@@ -336,7 +336,17 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
                 variables, child, max_items=request.max_facts
             )
 
-        return await arun_traced(self, request, config, extract, event=_is_skipped)
+        return await arun_as_chain(self, extract, request, config, **self._run_options())
+
+    def _run_options(self) -> dict[str, Any]:
+        # The inner extractor reports its own runs; a skipped run is reported here.
+        return {
+            "output": _facts,
+            "event": EXTRACTION_EVENT,
+            "event_data": lambda result: (
+                result.event_data(self.get_name()) if _is_skipped(result) else None
+            ),
+        }
 
     @staticmethod
     def _variables(request: FactExtractionInput) -> dict[str, Any]:
@@ -491,6 +501,10 @@ class FactListOutputParser(BaseOutputParser[list[Fact]]):
 
 def _skipped() -> ExtractionResult[list[Fact]]:
     return ExtractionResult([], ExtractionMethod.SKIPPED)
+
+
+def _facts(result: ExtractionResult[list[Fact]]) -> list[Fact]:
+    return result.value
 
 
 def _is_skipped(result: ExtractionResult[list[Fact]]) -> bool:

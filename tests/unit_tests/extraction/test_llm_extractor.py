@@ -967,7 +967,7 @@ DOCUMENTED_MODULES = [
     "cogito_lc._core.json_repair",
     "cogito_lc.prompts._files",
     "cogito_lc._core.structured_output",
-    "cogito_lc.extraction._tracing",
+    "cogito_lc._core.model_call",
     "cogito_lc._core.transport",
     "cogito_lc.extraction.fact_extractor",
     "cogito_lc.extraction.llm_extractor",
