@@ -44,7 +44,7 @@ from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import TypedDict
 
 from cogito_lc._core.metadata import METADATA_KEY
@@ -56,14 +56,13 @@ from cogito_lc._core.model_call import (
     call_model,
     failure_kind,
     run_as_chain,
-    with_model_name,
 )
 from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.validation import (
+    RejectUnknownFields,
     check_documents,
     check_positive_int,
     check_query,
-    reject_unknown_kwargs,
 )
 from cogito_lc.document_compressors._deadline import call_with_deadline
 from cogito_lc.document_compressors._pointers import (
@@ -74,6 +73,7 @@ from cogito_lc.document_compressors._pointers import (
     pointer_model,
     render_candidates,
 )
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import (
     PromptLike,
     PromptRegistry,
@@ -236,7 +236,9 @@ class _Reply:
 
 
 class PointerFilter(
-    RunnableSerializable[PointerFilterInput, list[Document]], BaseDocumentCompressor
+    RejectUnknownFields,
+    RunnableSerializable[PointerFilterInput, list[Document]],
+    BaseDocumentCompressor,
 ):
     """Keep the candidates a chat model points at, by number, and return them unchanged.
 
@@ -312,13 +314,6 @@ class PointerFilter(
     :data:`~cogito_lc.StructuredOutputMode`); ``json_object`` for
     llama-cpp-python's server."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_fields(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            reject_unknown_kwargs(cls.__name__, data.keys(), cls.model_fields.keys())
-        return data
-
     @field_validator("prompt", mode="before")
     @classmethod
     def _check_prompt(cls, value: Any) -> Any:
@@ -338,7 +333,7 @@ class PointerFilter(
         *,
         prompt: PromptLike | None = None,
         registry: PromptRegistry | None = None,
-        **kwargs: Any,
+        **fields: Any,
     ) -> PointerFilter:
         """Create a filter from a chat model.
 
@@ -347,7 +342,7 @@ class PointerFilter(
             prompt: Prompt to use instead of the registry's ``pointer_filter`` entry;
                 it must use ``{query}`` and ``{candidates}``.
             registry: Registry to take the default prompt from.
-            **kwargs: Other fields, such as ``top_n``, ``max_candidates``, ``timeout``.
+            **fields: Other fields, such as ``top_n``, ``max_candidates``, ``timeout``.
 
         Returns:
             The filter.
@@ -357,7 +352,7 @@ class PointerFilter(
             TypeError: If a keyword is not a field of the filter.
         """
         template = resolve_prompt(POINTER_FILTER_PROMPT, prompt, registry=registry)
-        return cls(llm=llm, prompt=template, **kwargs)
+        return cls(llm=llm, prompt=template, **fields)
 
     def compress_documents(
         self,
@@ -699,7 +694,7 @@ class PointerOutputParser(BaseOutputParser[list[int]]):
         )
 
 
-class PointerFilterBuilder:
+class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
     r"""Step-by-step construction of a :class:`PointerFilter`.
 
     Example:
@@ -714,35 +709,6 @@ class PointerFilterBuilder:
         )
         ```
     """
-
-    def __init__(self, llm: Runnable[Any, Any] | None) -> None:
-        """Start a builder for the chat model ``llm`` (``None`` for no model)."""
-        self._llm = llm
-        self._prompt: PromptLike | None = None
-        self._registry: PromptRegistry | None = None
-        self._fields: dict[str, Any] = {}
-
-    def _with(self, **fields: Any) -> PointerFilterBuilder:
-        self._fields.update(fields)
-        return self
-
-    def prompt(self, template: PromptLike) -> PointerFilterBuilder:
-        """Use ``template`` (with ``{query}`` and ``{candidates}``) instead of the registry's."""
-        self._prompt = template
-        return self
-
-    def registry(self, registry: PromptRegistry) -> PointerFilterBuilder:
-        """Take the default prompt from ``registry`` instead of the default registry."""
-        self._registry = registry
-        return self
-
-    def model(self, name: str) -> PointerFilterBuilder:
-        """Set the model name on the chat model, such as ``"qwen2.5:3b"``."""
-        if self._llm is None:
-            msg = "model() needs a chat model; pass one to PointerFilter.builder(llm)."
-            raise ValueError(msg)
-        self._llm = with_model_name(self._llm, name)
-        return self
 
     def top_n(self, value: int) -> PointerFilterBuilder:
         """Return at most ``value`` documents."""
@@ -768,24 +734,14 @@ class PointerFilterBuilder:
         """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
         return self._with(timeout=seconds)
 
-    def structured_output(self, mode: StructuredOutputMode) -> PointerFilterBuilder:
-        """Choose how the answer's JSON schema reaches the model (default ``auto``)."""
-        return self._with(structured_output=mode)
-
-    def name(self, name: str) -> PointerFilterBuilder:
-        """Set the run name shown in traces."""
-        return self._with(name=name)
-
-    def build(self) -> PointerFilter:
+    def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> PointerFilter:
         """Create the filter.
 
         Raises:
             PromptVariablesError: If the prompt has the wrong variables.
             ValidationError: If a setting is out of range, such as ``top_n(0)``.
         """
-        return PointerFilter.from_llm(
-            self._llm, prompt=self._prompt, registry=self._registry, **self._fields
-        )
+        return PointerFilter.from_llm(llm, **fields)
 
 
 def _unique(

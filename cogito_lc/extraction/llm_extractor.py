@@ -65,6 +65,7 @@ from cogito_lc._core.structured_output import (
     structured_output_kwargs,
 )
 from cogito_lc._core.transport import is_timeout_error, is_transport_error, schema_may_be_rejected
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import PromptLike, PromptRegistry, as_chat_prompt, resolve_prompt
 
 __all__ = [
@@ -278,33 +279,31 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         cls,
         llm: Runnable[Any, Any],
         *,
-        output: type[P],
-        prompt: PromptLike,
-        many: bool = False,
-        structured_output: StructuredOutputMode = "auto",
-        raise_on_error: bool = False,
+        prompt: PromptLike | None = None,
+        output: type[P] | None = None,
+        **fields: Any,
     ) -> LlmExtractor[P]:
-        """Create an extractor from a chat model, an output model and a prompt.
+        """Create an extractor from a chat model, a prompt and an output model.
 
         Args:
             llm: Chat model to call.
-            output: Pydantic model of one extracted item.
-            prompt: A chat prompt, or the f-string text of one human message.
-            many: Extract a list of items.
-            structured_output: How the output schema reaches the model.
-            raise_on_error: Raise transport failures instead of returning empty.
+            prompt: A chat prompt, or the f-string text of one human message (required).
+            output: Pydantic model of one extracted item (required).
+            **fields: Other fields: ``many``, ``structured_output``, ``raise_on_error``,
+                ``input_key``, ``name``.
 
         Returns:
             The extractor.
+
+        Raises:
+            ValueError: If ``prompt`` or ``output`` is missing.
         """
-        return LlmExtractor(
-            llm=llm,
-            prompt=as_chat_prompt(prompt),
-            output=output,
-            many=many,
-            structured_output=structured_output,
-            raise_on_error=raise_on_error,
-        )
+        missing = [key for key, value in (("prompt", prompt), ("output", output)) if value is None]
+        if missing:
+            msg = f"LlmExtractor.from_llm(llm) needs {' and '.join(missing)}."
+            raise ValueError(msg)
+        assert prompt is not None  # noqa: S101 - checked above
+        return LlmExtractor(llm=llm, prompt=as_chat_prompt(prompt), output=output, **fields)
 
     @property
     def empty_value(self) -> Any:
@@ -537,7 +536,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         )
 
 
-class LlmExtractorBuilder(Generic[O]):
+class LlmExtractorBuilder(ComponentBuilder["LlmExtractor[O]"], Generic[O]):
     """Step-by-step construction of an :class:`LlmExtractor`.
 
     Example:
@@ -568,34 +567,23 @@ class LlmExtractorBuilder(Generic[O]):
 
     def __init__(self, llm: Runnable[Any, Any]) -> None:
         """Start a builder for ``llm``."""
-        self._settings: dict[str, Any] = {"llm": llm}
-
-    def _with(self, **settings: Any) -> LlmExtractorBuilder[O]:
-        self._settings.update(settings)
-        return self
-
-    def prompt(self, template: PromptLike) -> LlmExtractorBuilder[O]:
-        """Use ``template``: a chat prompt, or the f-string text of one human message."""
-        return self._with(prompt=as_chat_prompt(template))
+        super().__init__(llm)
 
     def prompt_name(
         self, name: str, *, registry: PromptRegistry | None = None
     ) -> LlmExtractorBuilder[O]:
-        """Use the prompt registered under ``name`` (default registry unless given)."""
-        return self._with(prompt=resolve_prompt(name, registry=registry))
+        """Use the prompt registered under ``name``.
+
+        It is taken from ``registry``, else from the one given to :meth:`registry`,
+        else from the default registry.
+        """
+        source = registry if registry is not None else self._fields.get("registry")
+        return self._with(prompt=resolve_prompt(name, registry=source))
 
     def output(self, model: type[P], *, many: bool = False) -> LlmExtractorBuilder[P]:
         """Extract ``model`` instances; ``many=True`` for a list of them."""
-        self._settings.update(output=model, many=many)
+        self._fields.update(output=model, many=many)
         return cast("LlmExtractorBuilder[P]", self)
-
-    def model(self, name: str) -> LlmExtractorBuilder[O]:
-        """Set the model name on the chat model (see :func:`with_model_name`)."""
-        return self._with(llm=with_model_name(self._settings["llm"], name))
-
-    def structured_output(self, mode: StructuredOutputMode) -> LlmExtractorBuilder[O]:
-        """Choose how the output schema reaches the model."""
-        return self._with(structured_output=mode)
 
     def input_key(self, key: str) -> LlmExtractorBuilder[O]:
         """Set the prompt variable a plain-string input fills."""
@@ -605,22 +593,20 @@ class LlmExtractorBuilder(Generic[O]):
         """Raise model failures instead of returning the empty value."""
         return self._with(raise_on_error=value)
 
-    def name(self, name: str) -> LlmExtractorBuilder[O]:
-        """Set the run name shown in traces."""
-        return self._with(name=name)
-
-    def build(self) -> LlmExtractor[O]:
+    def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> LlmExtractor[O]:
         """Create the extractor.
 
         Raises:
             ValueError: If ``prompt(...)`` or ``output(...)`` was not called.
         """
-        missing = [key for key in ("prompt", "output") if key not in self._settings]
+        missing = [key for key in ("prompt", "output") if key not in fields]
         if missing:
             calls = ", ".join(f"{key}(...)" for key in missing)
             msg = f"LlmExtractor.builder(llm) needs {calls} before build()."
             raise ValueError(msg)
-        return LlmExtractor(**self._settings)
+        fields.pop("registry", None)
+        assert llm is not None  # noqa: S101 - the builder is started with a chat model
+        return cast("LlmExtractor[O]", LlmExtractor.from_llm(llm, **fields))
 
 
 def decode_items(raw: str) -> tuple[list[Any], bool]:

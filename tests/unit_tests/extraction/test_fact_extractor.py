@@ -312,7 +312,7 @@ def test_builder_prompt_override_reaches_the_model() -> None:
     llm = RecordingChatModel(reply="[]")
     extractor = (
         FactExtractor.builder(llm)
-        .prompt_template("Billing facts only (max {max_facts}):\n{context_section}{text}")
+        .prompt("Billing facts only (max {max_facts}):\n{context_section}{text}")
         .build()
     )
 
@@ -340,7 +340,7 @@ def test_override_without_text_fails_at_build() -> None:
     builder = FactExtractor.builder(RecordingChatModel(reply="[]"))
 
     with pytest.raises(PromptVariablesError, match=r"missing \['text'\], unexpected \['body'\]"):
-        builder.prompt_template("Facts in {body}").build()
+        builder.prompt("Facts in {body}").build()
 
 
 def test_prompt_precedence_builder_over_registry_over_builtin() -> None:
@@ -356,7 +356,7 @@ def test_prompt_precedence_builder_over_registry_over_builtin() -> None:
     (
         FactExtractor.builder(explicit_llm)
         .registry(registry)
-        .prompt_template("Explicit: {text}")
+        .prompt("Explicit: {text}")
         .build()
         .invoke("t3")
     )
@@ -656,7 +656,7 @@ def test_builder_prompt_template_and_model_reach_the_server() -> None:
     )
     extractor = (
         FactExtractor.builder(llm)
-        .prompt_template("Billing facts (max {max_facts}) in: {text}")
+        .prompt("Billing facts (max {max_facts}) in: {text}")
         .model("billing-model")
         .build()
     )
@@ -777,3 +777,13 @@ def test_fact_list_output_parser_accepts_a_bare_array_and_caps_the_count() -> No
 def test_fact_list_output_parser_raises_output_parser_exception(reply: str) -> None:
     with pytest.raises(OutputParserException):
         FactListOutputParser().parse(reply)
+
+
+def test_prompt_template_is_a_deprecated_alias_of_prompt() -> None:
+    llm = RecordingChatModel(reply="[]")
+
+    with pytest.warns(DeprecationWarning, match=r"prompt_template\(\) is deprecated"):
+        builder = FactExtractor.builder(llm).prompt_template("Old verb: {text}")
+    builder.build().invoke("t")
+
+    assert llm.prompt() == "Old verb: t"

@@ -968,6 +968,8 @@ DOCUMENTED_MODULES = [
     "cogito_lc.prompts._files",
     "cogito_lc._core.structured_output",
     "cogito_lc._core.model_call",
+    "cogito_lc.prompts.builders",
+    "cogito_lc._core.validation",
     "cogito_lc._core.transport",
     "cogito_lc.extraction.fact_extractor",
     "cogito_lc.extraction.llm_extractor",
