@@ -367,18 +367,17 @@ class FactExtractorBuilder(ComponentBuilder["FactExtractor"]):
 
     Example:
         ```python
-        from langchain_openai import ChatOpenAI
+        from langchain_ollama import ChatOllama
         from cogito_lc import FactExtractor
 
-        llm = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1", api_key="-")
         extractor = (
-            FactExtractor.builder(llm)
+            FactExtractor.builder(ChatOllama(model="llama3.2"))
             .prompt("List the billing facts in {text}, at most {max_facts}.")
             .model("qwen2.5:3b")
             .raise_on_error()
             .build()
         )
-        extractor.extractor.llm.model_name, extractor.prompt.input_variables
+        extractor.extractor.llm.model, extractor.prompt.input_variables
         # ('qwen2.5:3b', ['max_facts', 'text'])
         ```
     """
