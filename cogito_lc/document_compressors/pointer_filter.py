@@ -699,6 +699,10 @@ class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
 
     Example:
         ```python
+        from langchain_core.language_models import FakeListChatModel
+        from cogito_lc import PointerFilter
+
+        llm = FakeListChatModel(responses=['{"ids": [2]}'])
         pointer_filter = (
             PointerFilter.builder(llm)
             .prompt("Which of these answer {query}?\n{candidates}\nNumbers only, as JSON.")
@@ -707,6 +711,8 @@ class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
             .structured_output("json_object")
             .build()
         )
+        pointer_filter.top_n, pointer_filter.timeout
+        # (5, 8.0)
         ```
     """
 
