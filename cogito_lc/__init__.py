@@ -14,6 +14,7 @@ from cogito_lc.document_compressors.pointer_filter import (
     PointerFilterBuilder,
     PointerOutputParser,
 )
+from cogito_lc.embeddings.local import local_embeddings
 from cogito_lc.extraction.fact_extractor import (
     Fact,
     FactExtractionInput,
@@ -31,15 +32,17 @@ from cogito_lc.extraction.llm_extractor import (
     StructuredOutputMode,
 )
 from cogito_lc.memory.calibrate import CalibrationResult, VocabCalibrator
-from cogito_lc.memory.memory_store import AddResult, MemoryNotFoundError, MemoryStore
+from cogito_lc.memory.loaders import markdown_memories
+from cogito_lc.memory.memory_store import (
+    AddResult,
+    MemoryConflictError,
+    MemoryNotFoundError,
+    MemoryStore,
+)
 from cogito_lc.memory.scope import Scope
 from cogito_lc.memory.seed import SeedSummary
 from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
 from cogito_lc.prompts.registry import PromptRegistry, PromptVariablesError
-from cogito_lc.retrievers._decompose import Decomposition, decompose_query
-from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
-from cogito_lc.retrievers._lexical import Bm25Index
-from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.retrievers.recall_b import RecallB
 
@@ -54,10 +57,8 @@ __all__ = [
     "METADATA_KEY",
     "RETRIEVAL_EVENT",
     "AddResult",
-    "Bm25Index",
     "CalibrationResult",
     "CogitoRetriever",
-    "Decomposition",
     "ExtractionMethod",
     "ExtractionResult",
     "Fact",
@@ -70,6 +71,7 @@ __all__ = [
     "FilterResult",
     "LlmExtractor",
     "LlmExtractorBuilder",
+    "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",
     "PointerFilter",
@@ -83,16 +85,14 @@ __all__ = [
     "Snapshot",
     "SnapshotBuilder",
     "StructuredOutputMode",
-    "VectorCache",
     "VocabCalibrator",
     "__version__",
-    "decompose_query",
-    "document_key",
     "load_snapshot",
-    "reciprocal_rank_fusion",
+    "local_embeddings",
+    "markdown_memories",
 ]
 
 
 def __getattr__(name: str) -> object:
-    """Old submodules as attributes (``cogito_lc.recall_b``), with a DeprecationWarning."""
+    """Names that left the top level, and old submodules as attributes, with a warning."""
     return _deprecated.package_attribute(name)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["MOVED_MODULES", "package_attribute"]
+__all__ = ["MOVED_MODULES", "MOVED_NAMES", "package_attribute"]
 
 MOVED_MODULES: dict[str, str] = {
     "cogito_lc.calibrate": "cogito_lc.memory.calibrate",
@@ -45,6 +45,20 @@ MOVED_MODULES: dict[str, str] = {
     "cogito_lc.vector_cache": "cogito_lc.retrievers._vector_cache",
 }
 """Old public module path -> the module that holds its code now."""
+
+
+MOVED_NAMES: dict[str, str] = dict.fromkeys(
+    (
+        "Bm25Index",
+        "Decomposition",
+        "VectorCache",
+        "decompose_query",
+        "document_key",
+        "reciprocal_rank_fusion",
+    ),
+    "cogito_lc.retrievers",
+)
+"""RecallB's building blocks that left the top level -> the package that exports them."""
 
 
 def _message(old: str, new: str) -> str:
@@ -107,9 +121,19 @@ def package_attribute(name: str) -> Any:
     """``cogito_lc.<name>`` for a name that is not (or no longer) defined there.
 
     Raises:
-        AttributeError: If ``name`` is not an old submodule of the package.
+        AttributeError: If ``name`` is neither a name that left the top level
+            nor an old submodule of the package.
     """
     old = f"{__package__}.{name}"
+    home = MOVED_NAMES.get(name)
+    if home is not None:
+        warnings.warn(
+            f"{old} is RecallB machinery and left the top level; import it from {home}. "
+            "The top-level name will be removed in a future release.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return getattr(importlib.import_module(home), name)
     new = MOVED_MODULES.get(old)
     if new is None:
         msg = f"module {__package__!r} has no attribute {name!r}"

@@ -17,8 +17,7 @@ from langchain_chroma import Chroma
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
-from cogito_lc import FactExtractor, MemoryStore
-from cogito_lc.embeddings import local_embeddings
+from cogito_lc import FactExtractor, MemoryStore, local_embeddings
 from cogito_lc.service.discovery import NEEDS, find_chat_model
 
 TURNS = [

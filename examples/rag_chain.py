@@ -41,9 +41,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from cogito_lc import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.embeddings import local_embeddings
-from cogito_lc.memory.loaders import markdown_memories
+from cogito_lc import RETRIEVAL_EVENT, CogitoRetriever, local_embeddings, markdown_memories
 from cogito_lc.service.discovery import NEEDS, find_chat_model
 
 DATA = Path(__file__).resolve().parent / "data"

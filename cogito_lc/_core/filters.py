@@ -64,8 +64,15 @@ def equality_predicate(where: Any) -> Callable[[Mapping[str, Any]], bool] | None
     left to the store.
 
     Example:
-        >>> equality_predicate({"$and": [{"user_id": "a"}, {"run_id": "r1"}]})({"user_id": "a"})
-        False
+        ```python
+        from cogito_lc._core.filters import equality_predicate
+
+        same_run = equality_predicate({"$and": [{"user_id": "a"}, {"run_id": "r1"}]})
+        assert same_run is not None
+        assert same_run({"user_id": "a", "run_id": "r1"})
+        assert not same_run({"user_id": "a"})
+        assert equality_predicate({"n": {"$gt": 2}}) is None  # left to the store
+        ```
     """
     if not isinstance(where, Mapping) or not where:
         return None
@@ -142,8 +149,13 @@ def where_predicate(where: Mapping[str, Any]) -> MetadataPredicate:
         ValueError: On an operator or shape outside that language.
 
     Example:
-        >>> where_predicate({"$or": [{"n": {"$gt": 2}}, {"tag": "x"}]})({"n": 3})
-        True
+        ```python
+        from cogito_lc._core.filters import where_predicate
+
+        matches = where_predicate({"$or": [{"n": {"$gt": 2}}, {"tag": "x"}]})
+        assert matches({"n": 3})
+        assert not matches({"n": 1, "tag": "y"})
+        ```
     """
     if not isinstance(where, Mapping) or not where:
         msg = f"a filter must be a non-empty dict, got {where!r}."

@@ -19,9 +19,11 @@ model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
 - ``none``: no model (every run is ``fallback_no_llm``; measures the two-stage path).
 
 Usage:
+    ```bash
     python benchmarks/locomo.py [PATH] [--units turns facts] [--out FILE]
     python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
         --conversations 2 --questions 20 --units facts
+    ```
 """
 
 from __future__ import annotations

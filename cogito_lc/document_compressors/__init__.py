@@ -13,6 +13,14 @@ from cogito_lc.document_compressors.pointer_filter import (
     FilterResult,
     PointerFilter,
     PointerFilterBuilder,
+    PointerOutputParser,
 )
 
-__all__ = ["FILTER_EVENT", "FilterMethod", "FilterResult", "PointerFilter", "PointerFilterBuilder"]
+__all__ = [
+    "FILTER_EVENT",
+    "FilterMethod",
+    "FilterResult",
+    "PointerFilter",
+    "PointerFilterBuilder",
+    "PointerOutputParser",
+]

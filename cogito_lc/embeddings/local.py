@@ -59,12 +59,12 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
         A LangChain ``Embeddings`` producing normalised 384-d vectors.
 
     Example:
-        .. code-block:: python
+        ```python
+        from cogito_lc.embeddings import local_embeddings
 
-            from cogito_lc.embeddings import local_embeddings
-
-            vector = local_embeddings().embed_query("auth tokens expire after 3600 s")
-            len(vector)  # 384
+        vector = local_embeddings().embed_query("auth tokens expire after 3600 s")
+        assert len(vector) == 384
+        ```
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

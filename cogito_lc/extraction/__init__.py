@@ -12,6 +12,7 @@ from cogito_lc.extraction.fact_extractor import (
     FactExtractor,
     FactExtractorBuilder,
     FactKind,
+    FactListOutputParser,
 )
 from cogito_lc.extraction.llm_extractor import (
     EXTRACTION_EVENT,
@@ -31,6 +32,7 @@ __all__ = [
     "FactExtractor",
     "FactExtractorBuilder",
     "FactKind",
+    "FactListOutputParser",
     "LlmExtractor",
     "LlmExtractorBuilder",
     "StructuredOutputMode",

@@ -2,7 +2,7 @@
 
 Scopes, seeding and loaders, snapshots, vocabulary calibration and store backends.
 May import the retrievers, extraction, document compressors, prompts, embeddings and
-:mod:`cogito_lc._core`; knows nothing of the service or the CLI.
+:mod:`cogito_lc._core`; knows nothing of the service, the benchmarks or the CLI.
 """
 
 from __future__ import annotations

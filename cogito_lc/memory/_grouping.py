@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from cogito_lc.retrievers._decompose import STOP_WORDS, tokenize
+from cogito_lc._core.text import STOP_WORDS, tokenize
 
 __all__ = ["group_memories"]
 

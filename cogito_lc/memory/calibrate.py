@@ -16,7 +16,8 @@ from cogito_lc.memory.scope import as_scope
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 
 if TYPE_CHECKING:
-    from cogito_lc.memory.memory_store import MemoryStore, ScopeLike
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
 
 __all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map"]
 
@@ -33,8 +34,7 @@ class CalibrationResult:
 
     Attributes:
         vocab_map: The kept map (every term occurs in the sampled corpus).
-        method: ``calibrated``, ``empty`` (nothing usable), ``fallback_no_llm``,
-            ``fallback_parse_error`` or ``fallback_error``.
+        method: How it went: a method tag listed under :data:`~cogito_lc.METADATA_KEY`.
         path: Where the map was saved (None for dry runs and in-memory stores).
         dropped: Terms removed because they do not occur in the corpus.
     """
@@ -57,8 +57,15 @@ def filter_vocab_map(
     Returns the kept map and the dropped terms.
 
     Example:
-        >>> filter_vocab_map({"how fast": ["latency", "warp speed"]}, "p95 latency is 250 ms")
-        ({'how fast': ['latency']}, ['warp speed'])
+        ```python
+        from cogito_lc.memory.calibrate import filter_vocab_map
+
+        kept, dropped = filter_vocab_map(
+            {"how fast": ["latency", "warp speed"]}, "p95 latency is 250 ms"
+        )
+        assert kept == {"how fast": ["latency"]}
+        assert dropped == ["warp speed"]
+        ```
     """
     lowered = corpus.lower()
     kept: dict[str, list[str]] = {}
@@ -89,10 +96,20 @@ class VocabCalibrator(BaseModel):
     store and used by every retriever the store hands out afterwards.
 
     Example:
-        .. code-block:: python
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.vectorstores import InMemoryVectorStore
 
-            result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
-            print(result.vocab_map)  # {'how fast': ['latency', 'p95']}
+        from cogito_lc import MemoryStore, VocabCalibrator
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=64)))
+        memory.store_many(["The p95 latency budget is 250 ms.", "Auth tokens expire hourly."])
+        llm = FakeListChatModel(responses=['{"how fast": ["latency", "p95", "warp speed"]}'])
+        result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
+        result.vocab_map  # {'how fast': ['latency', 'p95']}
+        result.dropped  # ['warp speed']: not in the corpus
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

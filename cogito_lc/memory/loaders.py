@@ -31,9 +31,13 @@ def split_markdown(text: str, *, source: str = "", max_chars: int = 1_000) -> li
     Ids are stable hashes of the source and the normalised text.
 
     Example:
-        >>> docs = split_markdown("# Auth\n\nTokens expire after 3600 s.", source="notes.md")
-        >>> docs[0].page_content, docs[0].metadata["h1"]
-        ('Tokens expire after 3600 s.', 'Auth')
+        ```python
+        from cogito_lc.memory.loaders import split_markdown
+
+        docs = split_markdown("# Auth\n\nTokens expire after 3600 s.", source="notes.md")
+        assert docs[0].page_content == "Tokens expire after 3600 s."
+        assert docs[0].metadata["h1"] == "Auth"
+        ```
     """
     marked = _BLANK_LINES.sub(f"\n{_PARAGRAPH_MARK}\n", text)
     sections = MarkdownHeaderTextSplitter(_HEADERS, strip_headers=True).split_text(marked)

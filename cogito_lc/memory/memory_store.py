@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import hashlib
-import json
 import logging
 import threading
 import weakref
@@ -12,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -29,11 +27,16 @@ from cogito_lc.memory._store_backend import (
     persist_directory,
 )
 from cogito_lc.memory._vocab_file import load_vocab_map
-from cogito_lc.memory.scope import SCOPE_KEYS, Scope, as_scope
+from cogito_lc.memory.scope import (
+    SCOPE_KEYS,
+    Scope,
+    ScopeLike,
+    as_scope,
+    memory_id,
+    normalise_text,
+)
+from cogito_lc.memory.seed import SeedSummary, seed_directory
 from cogito_lc.retrievers.recall_b import RecallB
-
-if TYPE_CHECKING:
-    from cogito_lc.memory.seed import SeedSummary
 
 __all__ = [
     "RESERVED_METADATA_KEYS",
@@ -50,7 +53,6 @@ RESERVED_METADATA_KEYS = frozenset(
 )
 """Metadata keys the store sets itself; user metadata may not use them."""
 
-ScopeLike = Scope | Mapping[str, Any] | None
 
 VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
@@ -98,17 +100,6 @@ class AddResult:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def normalise_text(text: str) -> str:
-    """The text a memory's id is derived from: whitespace runs folded to one space."""
-    return " ".join(text.split())
-
-
-def memory_id(text: str, scope: Scope) -> str:
-    """The stable id of ``text`` stored in ``scope`` (storing it twice yields one memory)."""
-    payload = json.dumps([scope.metadata(), normalise_text(text)], sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
 class MemoryStore:
@@ -327,8 +318,6 @@ class MemoryStore:
 
         See :func:`cogito_lc.memory.seed.seed_directory` for details.
         """
-        from cogito_lc.memory.seed import seed_directory
-
         return seed_directory(
             self, path, glob, dry_run=dry_run, extract=extract, scope=scope, progress=progress
         )

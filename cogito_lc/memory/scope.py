@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["SCOPE_KEYS", "Scope", "as_scope"]
+__all__ = ["SCOPE_KEYS", "Scope", "ScopeLike", "as_scope", "memory_id", "normalise_text"]
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 """The metadata keys a scope is stored under, in this order."""
@@ -21,8 +23,11 @@ class Scope(BaseModel):
     scope sets no key and sees the whole store.
 
     Example:
-        >>> Scope(user_id="alice").where()
-        {'user_id': 'alice'}
+        ```python
+        from cogito_lc import Scope
+
+        assert Scope(user_id="alice").where() == {"user_id": "alice"}
+        ```
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,3 +85,18 @@ def as_scope(value: Scope | Mapping[str, Any] | None, default: Scope | None = No
         return Scope(**value)
     except ValidationError as exc:  # pragma: no cover - guarded above
         raise ValueError(str(exc)) from exc
+
+
+ScopeLike = Scope | Mapping[str, Any] | None
+"""A scope, a mapping of scope keys, or None (the default scope)."""
+
+
+def normalise_text(text: str) -> str:
+    """The text a memory's id is derived from: whitespace runs folded to one space."""
+    return " ".join(text.split())
+
+
+def memory_id(text: str, scope: Scope) -> str:
+    """The stable id of ``text`` stored in ``scope`` (storing it twice yields one memory)."""
+    payload = json.dumps([scope.metadata(), normalise_text(text)], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]

@@ -3,20 +3,47 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
 from tqdm.auto import tqdm
 
 from cogito_lc.memory.loaders import split_markdown
-from cogito_lc.memory.memory_store import memory_id
-from cogito_lc.memory.scope import as_scope
+from cogito_lc.memory.scope import Scope, ScopeLike, as_scope, memory_id
 
-if TYPE_CHECKING:
-    from cogito_lc.memory.memory_store import MemoryStore, ScopeLike
 
-__all__ = ["SeedSummary", "seed_directory"]
+class _Added(Protocol):
+    @property
+    def count(self) -> int: ...
+
+
+class SeedTarget(Protocol):
+    """What seeding needs of a memory store (:class:`~cogito_lc.MemoryStore` has it)."""
+
+    @property
+    def scope(self) -> Scope:
+        """The store's default scope."""
+        ...
+
+    @property
+    def vectorstore(self) -> VectorStore:
+        """The vector store, asked which chunks it holds already."""
+        ...
+
+    def add(self, text: str, *, scope: ScopeLike = None) -> _Added:
+        """Extract facts from ``text`` and store them."""
+        ...
+
+    def store_many(self, items: Iterable[str | Document], *, scope: ScopeLike = None) -> list[str]:
+        """Store ``items`` verbatim."""
+        ...
+
+
+__all__ = ["SeedSummary", "SeedTarget", "seed_directory"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +90,7 @@ def read_text_file(path: Path) -> str:
 
 
 def seed_directory(
-    memory: MemoryStore,
+    memory: SeedTarget,
     path: str | Path,
     glob: str = "**/*.md",
     *,
@@ -104,7 +131,7 @@ def seed_directory(
 
 
 def _ingest(
-    memory: MemoryStore,
+    memory: SeedTarget,
     file: Path,
     chunks: list[Any],
     scope: Any,

@@ -22,7 +22,8 @@ from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-    from cogito_lc.memory.memory_store import MemoryStore, ScopeLike
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
 
 __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
@@ -43,9 +44,9 @@ class Snapshot:
         built_at: ISO 8601 UTC time it was built.
         count: How many memories the store held when it was built.
         sampled: How many memories it was built from.
-        method: How it was built: ``pointer``, ``summary``, ``grouped|fallback_no_llm``,
-            ``grouped|fallback_parse_error``, ``grouped|fallback_error``, or
-            ``cached`` when an existing snapshot was still fresh.
+        method: How it was built: a method tag listed under
+            :data:`~cogito_lc.METADATA_KEY` (``cached`` when an existing snapshot
+            was still fresh).
     """
 
     text: str
@@ -120,11 +121,18 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     Input: ``{"memory": MemoryStore, "scope": ..., "rebuild": bool, "dry_run": bool}``.
 
     Example:
-        .. code-block:: python
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
 
-            snapshot = SnapshotBuilder.from_llm(None).build(memory, rebuild=True)
-            print(snapshot.method)  # grouped|fallback_no_llm
-            print(snapshot.text)
+        from cogito_lc import MemoryStore, SnapshotBuilder
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=64)))
+        memory.store_many(["Auth tokens expire hourly.", "Billing runs on PostgreSQL."])
+        snapshot = SnapshotBuilder.from_llm(None).build(memory, rebuild=True)
+        snapshot.method  # 'grouped|fallback_no_llm'
+        print(snapshot.text)
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -13,8 +13,10 @@ one-line description):
   so place it directly before the line that follows it.
 - ``pointer_filter``: picks relevant candidates by number only
   (variables ``query``, ``candidates``).
-- ``snapshot``: condenses memories into a Markdown index
-  (variables ``memories``; optional ``max_words``).
+- ``snapshot``: condenses memories into a Markdown index, for
+  ``SnapshotBuilder(mode="summary")`` (variables ``memories``; optional ``max_words``).
+- ``snapshot_pointer``: groups numbered memories under topic headings, by number
+  only, for ``SnapshotBuilder``'s default ``pointer`` mode (variables ``memories``).
 - ``calibrate``: maps plain-English phrases to the corpus' technical terms
   (variables ``corpus``; optional ``max_terms``).
 
@@ -417,7 +419,7 @@ class PromptRegistry:
 
         Args:
             name: One of ``fact_extraction``, ``pointer_filter``, ``snapshot``,
-                ``calibrate``.
+                ``snapshot_pointer``, ``calibrate``.
 
         Returns:
             A fresh copy of the built-in entry.

@@ -10,9 +10,21 @@ memory, the service or the CLI.
 
 from __future__ import annotations
 
-from cogito_lc.retrievers._decompose import Decomposition
+from cogito_lc.retrievers._decompose import Decomposition, decompose_query
+from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index
+from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.retrievers.recall_b import RecallB
 
-__all__ = ["RETRIEVAL_EVENT", "Bm25Index", "CogitoRetriever", "Decomposition", "RecallB"]
+__all__ = [
+    "RETRIEVAL_EVENT",
+    "Bm25Index",
+    "CogitoRetriever",
+    "Decomposition",
+    "RecallB",
+    "VectorCache",
+    "decompose_query",
+    "document_key",
+    "reciprocal_rank_fusion",
+]

@@ -20,8 +20,14 @@ def document_key(document: Document) -> str:
     the same.
 
     Example:
-        >>> document_key(Document(page_content="x", id="m1"))
-        'm1'
+        ```python
+        from langchain_core.documents import Document
+
+        from cogito_lc.retrievers._fusion import document_key
+
+        assert document_key(Document(page_content="x", id="m1")) == "m1"
+        assert document_key(Document(page_content="x")).startswith("sha256:")
+        ```
     """
     if document.id:
         return document.id
@@ -54,9 +60,12 @@ def reciprocal_rank_fusion(
         ValueError: If ``weights`` does not match ``runs`` or ``k`` is negative.
 
     Example:
-        >>> scores = reciprocal_rank_fusion([["a", "b"], ["b"]])
-        >>> max(scores, key=scores.get)
-        'b'
+        ```python
+        from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
+
+        scores = reciprocal_rank_fusion([["a", "b"], ["b"]])
+        assert max(scores, key=scores.__getitem__) == "b"
+        ```
     """
     if weights is None:
         weights = [1.0] * len(runs)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from cogito_lc._core.model_lock import model_lock
-from cogito_lc.retrievers._decompose import word_spans
+from cogito_lc._core.text import word_spans
 
 __all__ = ["SubqueryVectorMode", "aembed_subqueries", "embed_subqueries", "span_model"]
 

@@ -21,10 +21,16 @@ class VectorCache:
     however many queries run. ``max_size=0`` disables it.
 
     Example:
-        >>> cache = VectorCache(max_size=2)
-        >>> cache.put("a", np.ones(3, dtype=np.float32))
-        >>> cache.get("a") is not None
-        True
+        ```python
+        import numpy as np
+
+        from cogito_lc.retrievers._vector_cache import VectorCache
+
+        cache = VectorCache(max_size=2)
+        cache.put("a", np.ones(3, dtype=np.float32))
+        assert cache.get("a") is not None
+        assert cache.get("b") is None
+        ```
     """
 
     def __init__(self, max_size: int = 10_000) -> None:

@@ -5,27 +5,11 @@ candidates; stage 2 (:class:`~cogito_lc.PointerFilter`) lets a chat
 model point at the relevant ones by number. What comes back are the stored
 documents, at most ``k`` of them.
 
-The *method tag* of a run joins the two stages with ``|``: stage 1's tag
-(``decompose_N``, ``decompose_N_v`` with vocabulary expansion) and stage 2's, which
-is one of the :class:`~cogito_lc.FilterMethod` tags (``filter``,
-``fallback_no_llm``, ``fallback_unreachable``, ``fallback_timeout``,
-``fallback_parse_error``, ``fallback_error``) when the model was asked, or, when it
-was not:
-
-- ``skipped_confident``: ``filter_when="low_confidence"`` and stage 1's top two
-  blended scores were more than ``confidence_margin`` apart;
-- ``skipped_unrouted``: ``filter_when="routed"`` and the question is not a temporal
-  or counting one;
-- ``skipped_empty``: no candidate was left (none found, or none at or after ``since``).
-
-Examples: ``decompose_6_v|filter``, ``decompose_6|fallback_unreachable``,
-``decompose_4|skipped_confident``. When the filter is skipped or falls back, the
-pool's first ``k`` documents come back in stage-1 order.
-
-The tag is reported in the custom event :data:`RETRIEVAL_EVENT` and in every
-returned document's ``metadata["cogito"]`` dict: ``method`` holds the run's tag,
-``filter_method`` the stage-2 part, next to RecallB's ``score``, ``cosine``,
-``rrf`` and ``rank``.
+The *method tag* of a run joins the two stages' tags with ``|`` (for example
+``decompose_6_v|filter`` or ``decompose_4|skipped_confident``); it is reported in
+the custom event :data:`RETRIEVAL_EVENT` and in every returned document's
+``metadata["cogito"]`` dict, under ``method``, next to ``filter_method`` and
+RecallB's scores. :data:`~cogito_lc.METADATA_KEY` lists every tag and key.
 """
 
 from __future__ import annotations
@@ -161,24 +145,26 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
     ``k`` of the stored documents come back unchanged (scores and method tags aside,
     under ``metadata["cogito"]``). ``filter_when`` trades cost for quality: call the
     model on every query, only when stage 1 is unsure, or only for temporal and
-    counting questions. Method tags are described in :mod:`cogito_lc.retrievers.cogito_retriever`.
+    counting questions. Method tags are listed under :data:`~cogito_lc.METADATA_KEY`.
 
     Example:
         ```python
-        from langchain_chroma import Chroma
-        from langchain_ollama import ChatOllama
-        from cogito_lc.retrievers.cogito_retriever import CogitoRetriever
-        from cogito_lc.embeddings import local_embeddings
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.vectorstores import InMemoryVectorStore
 
-        store = Chroma(collection_name="memories", embedding_function=local_embeddings())
+        from cogito_lc import CogitoRetriever
+
+        store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
         store.add_texts(
             ["Auth tokens expire after 3600 seconds.", "We chose PostgreSQL for billing."],
             ids=["auth", "db"],
         )
-        retriever = CogitoRetriever.from_llm(store, ChatOllama(model="qwen2.5:3b"), k=3)
+        llm = FakeListChatModel(responses=['{"ids": [1]}'])  # any chat model
+        retriever = CogitoRetriever.from_llm(store, llm, k=3)
         docs = retriever.invoke("how long do auth tokens last?")
         docs[0].page_content  # 'Auth tokens expire after 3600 seconds.'
-        docs[0].metadata["cogito"]["method"]  # 'decompose_6|filter'
+        docs[0].metadata["cogito"]["method"]  # 'decompose_8|filter'
         ```
     """
 

@@ -47,7 +47,11 @@ logger = logging.getLogger(__name__)
 class RecallB(RejectUnknownFields, BaseRetriever):
     """Zero-LLM recall: decompose, search with every sub-query, fuse, re-rank by cosine.
 
-    The query is split into sub-queries (:func:`~cogito_lc.decompose_query`),
+    The name comes from the reference design, cogito-ergo, whose zero-LLM recall is
+    ``recall_b`` (served at ``/recall_b``, as it is here): RecallB is that recall
+    rebuilt as a LangChain retriever over any vector store.
+
+    The query is split into sub-queries (:func:`~cogito_lc.retrievers.decompose_query`),
     embedded in one batched call and searched in the vector store. The ranked
     runs (the original query's weighted above its fragments) and a BM25 run
     over the candidate pool are fused with reciprocal rank fusion keyed by
@@ -57,22 +61,26 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     from re-embedding the pool on every query.
 
     Returned documents carry the stored ``page_content``, ``id`` and metadata;
-    scores and the method tag (``decompose_N`` or ``decompose_N_v`` when the
-    vocabulary map expanded the query) are added under
-    ``metadata["cogito"]`` (:data:`~cogito_lc.METADATA_KEY`).
+    scores and the method tag are added under ``metadata["cogito"]``
+    (:data:`~cogito_lc.METADATA_KEY`, which lists the keys and tags).
 
     Example:
-        .. code-block:: python
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
 
-            from langchain_chroma import Chroma
-            from cogito_lc import RecallB
-            from cogito_lc.embeddings import local_embeddings
+        from cogito_lc import RecallB
 
-            store = Chroma(collection_name="memories", embedding_function=local_embeddings())
-            store.add_texts(["Auth tokens expire after 3600 seconds."], ids=["m1"])
-            retriever = RecallB(vectorstore=store, k=5)
-            docs = retriever.invoke("how long do auth tokens last?")
-            docs[0].metadata["cogito"]["method"]  # 'decompose_6'
+        store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+        store.add_texts(
+            ["Auth tokens expire after 3600 seconds.", "We chose PostgreSQL for billing."],
+            ids=["auth", "db"],
+        )
+        retriever = RecallB(vectorstore=store, k=5)
+        docs = retriever.invoke("how long do auth tokens last?")
+        docs[0].page_content  # 'Auth tokens expire after 3600 seconds.'
+        docs[0].metadata["cogito"]["method"]  # 'decompose_8'
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")

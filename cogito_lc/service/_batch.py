@@ -28,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from langchain_core.documents import Document
 
 from cogito_lc._core.validation import check_unicode
-from cogito_lc.memory.memory_store import memory_id
+from cogito_lc.memory.scope import memory_id
 from cogito_lc.service._schemas import check_metadata
 
 __all__ = ["PendingStore", "StoreBatcher", "check_pending", "id_conflict", "store_batch"]

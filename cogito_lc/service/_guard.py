@@ -69,8 +69,12 @@ def token_matches(header: str | None, expected: bytes) -> bool:
     """Whether an ``Authorization`` header carries the bearer token (constant-time compare).
 
     Example:
-        >>> token_matches("Bearer s3cret", b"s3cret"), token_matches("Bearer nope", b"s3cret")
-        (True, False)
+        ```python
+        from cogito_lc.service._guard import token_matches
+
+        assert token_matches("Bearer s3cret", b"s3cret")
+        assert not token_matches("Bearer nope", b"s3cret")
+        ```
     """
     if not header:
         return False

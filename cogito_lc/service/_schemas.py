@@ -163,8 +163,11 @@ def check_metadata(value: Any) -> dict[str, str | int | float | bool]:
     """Validate flat request metadata; errors name the key and say what is allowed.
 
     Example:
-        >>> check_metadata({"topic": "auth", "ttl": 3600})
-        {'topic': 'auth', 'ttl': 3600}
+        ```python
+        from cogito_lc.service._schemas import check_metadata
+
+        assert check_metadata({"topic": "auth", "ttl": 3600}) == {"topic": "auth", "ttl": 3600}
+        ```
     """
     if not isinstance(value, dict):
         msg = "metadata must be a JSON object of keys to values"
@@ -288,9 +291,12 @@ def request_models(max_text_chars: int, max_query_chars: int) -> RequestModels:
     """Request classes whose ``text`` fields carry these limits in validation and schema.
 
     Example:
-        >>> models = request_models(100, 50)
-        >>> models.store.model_json_schema()["properties"]["text"]["maxLength"]
-        100
+        ```python
+        from cogito_lc.service._schemas import request_models
+
+        models = request_models(100, 50)
+        assert models.store.model_json_schema()["properties"]["text"]["maxLength"] == 100
+        ```
     """
 
     class QueryRequest(SearchBody):
@@ -348,7 +354,7 @@ class QueryResponse(BaseModel):
 
 
 class RecallBResponse(BaseModel):
-    """Results of ``/recall_b`` with the method tag of the run (``decompose_N[_v]``)."""
+    """Results of ``/recall_b`` with RecallB's method tag (see :data:`~cogito_lc.METADATA_KEY`)."""
 
     memories: list[MemoryHit]
     method: str

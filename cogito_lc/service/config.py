@@ -21,13 +21,18 @@ Tokens are :class:`~pydantic.SecretStr`: ``repr`` and ``str`` of the settings
 show ``'**********'`` and no error message of this module repeats a value.
 
 Example:
-    .. code-block:: python
+    ```python
+    import json
+    from pathlib import Path
 
-        from cogito_lc.service.config import load_settings
+    from cogito_lc.service.config import load_settings
 
-        settings = load_settings()  # env > ./.cogito.json > ~/.cogito/config.json > defaults
-        settings.port  # 19420
-        settings = load_settings("/etc/cogito.json", port=8080)  # explicit file, override
+    settings = load_settings()  # env > ./.cogito.json > ~/.cogito/config.json > defaults
+    settings.port  # 19420
+    Path("cogito.json").write_text(json.dumps({"port": 19421, "recall_limit": 5}))
+    settings = load_settings("cogito.json", port=8080)  # explicit file, override
+    settings.port, settings.recall_limit  # (8080, 5)
+    ```
 """
 
 from __future__ import annotations
@@ -125,8 +130,12 @@ def split_model_string(value: str, *, key: str, providers: Sequence[str]) -> tup
             the name is empty.
 
     Example:
-        >>> split_model_string("ollama:qwen3:4b", key="llm_model", providers=["ollama"])
-        ('ollama', 'qwen3:4b')
+        ```python
+        from cogito_lc.service.config import split_model_string
+
+        split = split_model_string("ollama:qwen3:4b", key="llm_model", providers=["ollama"])
+        assert split == ("ollama", "qwen3:4b")
+        ```
     """
     provider, sep, name = value.partition(":")
     if not sep or provider not in providers or not name.strip():
@@ -161,12 +170,16 @@ def route_model_string(
         ValueError: If the string is blank or names a provider but no model.
 
     Example:
-        >>> route_model_string("mistral:7b", key="llm_model", providers=CHAT_PROVIDERS)
-        ('ollama', 'mistral:7b')
-        >>> route_model_string(
-        ...     "anthropic/claude-haiku-4-5", key="filter_model", providers=CHAT_PROVIDERS
-        ... )
-        ('anthropic', 'claude-haiku-4-5')
+        ```python
+        from cogito_lc.service.config import CHAT_PROVIDERS, route_model_string
+
+        route = route_model_string("mistral:7b", key="llm_model", providers=CHAT_PROVIDERS)
+        assert route == ("ollama", "mistral:7b")
+        route = route_model_string(
+            "anthropic/claude-haiku-4-5", key="filter_model", providers=CHAT_PROVIDERS
+        )
+        assert route == ("anthropic", "claude-haiku-4-5")
+        ```
     """
     provider, sep, name = value.strip().partition(":")
     if sep and provider in providers:
@@ -192,10 +205,14 @@ def route_chat_model(value: str, *, key: str, filter_endpoint: str | None) -> tu
     one is set, as the reference service sends it; see :func:`route_model_string`.
 
     Example:
-        >>> route_chat_model(
-        ...     "anthropic/claude-haiku-4-5", key="filter_model", filter_endpoint="http://gw/"
-        ... )
-        ('openai', 'anthropic/claude-haiku-4-5')
+        ```python
+        from cogito_lc.service.config import route_chat_model
+
+        route = route_chat_model(
+            "anthropic/claude-haiku-4-5", key="filter_model", filter_endpoint="http://gw/"
+        )
+        assert route == ("openai", "anthropic/claude-haiku-4-5")
+        ```
     """
     gateway = key == "filter_model" and bool(filter_endpoint)
     return route_model_string(value, key=key, providers=CHAT_PROVIDERS, gateway=gateway)
@@ -205,8 +222,12 @@ def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``.
 
     Example:
-        >>> is_loopback("127.0.0.1"), is_loopback("0.0.0.0")
-        (True, False)
+        ```python
+        from cogito_lc.service.config import is_loopback
+
+        assert is_loopback("127.0.0.1")
+        assert not is_loopback("0.0.0.0")
+        ```
     """
     if host.strip().lower() == "localhost":
         return True
@@ -230,8 +251,14 @@ class CogitoSettings(BaseSettings):
     the file or variable.
 
     Example:
-        >>> CogitoSettings(filter_token="t0ps3cret").filter_token
-        SecretStr('**********')
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+
+        settings = CogitoSettings(filter_token="t0ps3cret")
+        assert repr(settings.filter_token) == "SecretStr('**********')"
+        assert settings.filter_token is not None
+        assert settings.filter_token.get_secret_value() == "t0ps3cret"
+        ```
     """
 
     model_config = SettingsConfigDict(
@@ -492,9 +519,15 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Co
             or environment variable and the key, and never the value.
 
     Example:
-        .. code-block:: python
+        ```python
+        from pathlib import Path
 
-            settings = load_settings("./cogito.json", port=19421)
+        from cogito_lc.service.config import load_settings
+
+        Path("cogito.json").write_text('{"recall_limit": 5}')
+        settings = load_settings("./cogito.json", port=19421)
+        assert (settings.port, settings.recall_limit) == (19421, 5)
+        ```
     """
     if config_path is not None:
         path = Path(config_path).expanduser()

@@ -100,7 +100,12 @@ def find_chat_model(*, max_tokens: int = 1024, timeout: float = 2.0) -> FoundMod
     """The first chat model that can be reached, or None (see :data:`NEEDS`).
 
     Example:
-        >>> found = find_chat_model()
-        >>> print(found.description if found else NEEDS)  # doctest: +SKIP
+        ```python
+        # needs: a chat model server (Ollama, or an OpenAI-compatible endpoint)
+        from cogito_lc.service.discovery import NEEDS, find_chat_model
+
+        found = find_chat_model()
+        print(found.description if found else NEEDS)
+        ```
     """
     return _ollama(max_tokens, timeout) or _openai_compatible(max_tokens, timeout)

@@ -20,13 +20,13 @@ Provider packages are optional extras, imported only when a setting names
 them; a missing one raises ``ImportError`` naming the extra to install.
 
 Example:
-    .. code-block:: python
+    ```python
+    from cogito_lc.service.config import load_settings
+    from cogito_lc.service.models import memory_from_settings
 
-        from cogito_lc.service.config import load_settings
-        from cogito_lc.service.models import memory_from_settings
-
-        memory = memory_from_settings(load_settings())  # embedded Chroma, MiniLM, no LLM
-        memory.store("Auth tokens expire after 3600 seconds.")
+    memory = memory_from_settings(load_settings())  # embedded Chroma, MiniLM, no LLM
+    memory.store("Auth tokens expire after 3600 seconds.")
+    ```
 """
 
 from __future__ import annotations
@@ -108,12 +108,16 @@ def chat_model_from_settings(
         ImportError: If the provider's extra is not installed.
 
     Example:
-        .. code-block:: python
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import chat_model_from_settings
 
-            settings = CogitoSettings(
-                filter_model="openai:gemma-3-270m", filter_endpoint="http://127.0.0.1:8080/v1"
-            )
-            llm = chat_model_from_settings(settings)  # ChatOpenAI against llama.cpp
+        settings = CogitoSettings(
+            filter_model="openai:gemma-3-270m", filter_endpoint="http://127.0.0.1:8080/v1"
+        )
+        llm = chat_model_from_settings(settings)  # ChatOpenAI against llama.cpp; no call yet
+        assert chat_model_from_settings(CogitoSettings()) is None  # no model configured
+        ```
     """
     value = settings.filter_model if purpose == "filter" else settings.chat_model
     if value is None:
@@ -164,10 +168,13 @@ def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
         ImportError: If the provider's extra is not installed.
 
     Example:
-        .. code-block:: python
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import embeddings_from_settings
 
-            embeddings = embeddings_from_settings(CogitoSettings())  # offline MiniLM
-            len(embeddings.embed_query("hello"))  # 384
+        embeddings = embeddings_from_settings(CogitoSettings())  # offline MiniLM
+        assert len(embeddings.embed_query("hello")) == 384
+        ```
     """
     provider, name = route_model_string(
         settings.embed_model, key="embed_model", providers=EMBEDDING_PROVIDERS
@@ -207,9 +214,16 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
     """Chroma: embedded at ``store_path``, or a Chroma server at ``chroma_host:chroma_port``.
 
     Example:
-        .. code-block:: python
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
 
-            store = vectorstore_from_settings(settings, embeddings_from_settings(settings))
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import vectorstore_from_settings
+
+        settings = CogitoSettings(store_path="./store")  # embedded Chroma in ./store
+        store = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=64))
+        store.add_texts(["Auth tokens expire after 3600 seconds."])
+        ```
     """
     from langchain_chroma import Chroma
 

@@ -26,19 +26,25 @@ a failing store 503; no traceback or internal path reaches a client. Blocking
 work runs in worker threads, writes one at a time.
 
 Example:
-    .. code-block:: bash
+    ```bash
+    cogito-lc-server                       # 127.0.0.1:19420, embedded store, MiniLM, no LLM
+    cogito-lc-server --config ./cogito.json --port 19421
+    curl -s localhost:19420/store -d '{"text": "Auth tokens expire after 3600 s."}' \\
+         -H 'content-type: application/json'
+    ```
 
-        cogito-lc-server                       # 127.0.0.1:19420, embedded store, MiniLM, no LLM
-        cogito-lc-server --config ./cogito.json --port 19421
-        curl -s localhost:19420/store -d '{"text": "Auth tokens expire after 3600 s."}' \\
-             -H 'content-type: application/json'
+    ```python
+    from fastapi.testclient import TestClient
 
-    .. code-block:: python
+    from cogito_lc.service.config import CogitoSettings
+    from cogito_lc.service.server import create_app
 
-        from cogito_lc.service.config import CogitoSettings
-        from cogito_lc.service.server import create_app
-
-        app = create_app(CogitoSettings(store_path="/tmp/memory"))  # any ASGI server
+    app = create_app(CogitoSettings(store_path="./memory"))  # any ASGI server
+    with TestClient(app) as client:  # in process, no port
+        client.post("/store", json={"text": "Auth tokens expire after 3600 s."})
+        client.post("/recall_b", json={"text": "auth tokens"}).json()["memories"][0]["text"]
+        # 'Auth tokens expire after 3600 s.'
+    ```
 """
 
 import argparse
@@ -238,7 +244,7 @@ def _search_routes(
     async def recall_b(
         body: Annotated[SearchBody, json_body(models.recall_b)], header_user: user
     ) -> RecallBResponse:
-        """Zero-LLM recall (RecallB); ``method`` is ``decompose_N`` or ``decompose_N_v``."""
+        """Zero-LLM recall (RecallB); ``method`` is its tag (listed under ``METADATA_KEY``)."""
         view = scopes.view(header_user, body)
         hits, method = await service.read(
             service.recall_b, view, body.text, body.limit, body.threshold
@@ -457,13 +463,15 @@ def create_app(
         The app, ready for any ASGI server (``serve`` runs it with uvicorn).
 
     Example:
-        .. code-block:: python
+        ```python
+        # needs: a free port (runs a server until interrupted)
+        import uvicorn
 
-            import uvicorn
-            from cogito_lc.service.config import load_settings
-            from cogito_lc.service.server import create_app
+        from cogito_lc.service.config import load_settings
+        from cogito_lc.service.server import create_app
 
-            uvicorn.run(create_app(load_settings()), host="127.0.0.1", port=19420)
+        uvicorn.run(create_app(load_settings()), host="127.0.0.1", port=19420)
+        ```
     """
     settings = settings or load_settings()
     memory = memory if memory is not None else memory_from_settings(settings)
@@ -506,7 +514,20 @@ def check_bind(settings: CogitoSettings) -> None:
         ConfigError: If ``host`` is not a loopback address and ``api_token`` is unset.
 
     Example:
-        >>> check_bind(CogitoSettings(host="127.0.0.1"))
+        ```python
+        from pydantic import SecretStr
+
+        from cogito_lc.service.config import CogitoSettings, ConfigError
+        from cogito_lc.service.server import check_bind
+
+        check_bind(CogitoSettings(host="127.0.0.1"))  # loopback: no token needed
+        token = SecretStr("a-long-random-token-0123456789")
+        check_bind(CogitoSettings(host="0.0.0.0", api_token=token))  # a token: any address
+        try:
+            check_bind(CogitoSettings(host="0.0.0.0"))
+        except ConfigError as exc:
+            print(exc)  # host='0.0.0.0' is not a loopback address: set COGITO_API_TOKEN ...
+        ```
     """
     if not is_loopback(settings.host) and settings.api_token is None:
         msg = (

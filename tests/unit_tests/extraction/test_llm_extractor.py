@@ -1,12 +1,8 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import inspect
 import json
 import logging
-import re
-import textwrap
 from typing import Any
 
 import httpx
@@ -827,57 +823,6 @@ def test_max_items_below_one_is_a_value_error(max_items: int) -> None:
     with pytest.raises(ValueError, match="max_items"):
         people_extractor(llm).invoke("x", max_items=max_items)
     assert llm.calls == []
-
-
-# Every public class of the extraction modules documents itself with an example that runs.
-
-DOCUMENTED_MODULES = [
-    "cogito_lc._core.json_repair",
-    "cogito_lc.prompts._files",
-    "cogito_lc._core.structured_output",
-    "cogito_lc._core.model_call",
-    "cogito_lc.prompts.builders",
-    "cogito_lc._core.validation",
-    "cogito_lc._core.transport",
-    "cogito_lc.extraction.fact_extractor",
-    "cogito_lc.extraction.llm_extractor",
-    "cogito_lc.prompts.registry",
-]
-_EXAMPLE = re.compile(r"```python\n(.*?)```", flags=re.DOTALL)
-
-
-def _documented_objects() -> list[tuple[str, Any]]:
-    found: list[tuple[str, Any]] = []
-    for module_name in DOCUMENTED_MODULES:
-        module = importlib.import_module(module_name)
-        found.extend(
-            (f"{module_name}.{name}", obj)
-            for name, obj in vars(module).items()
-            if inspect.isclass(obj)
-            and obj.__module__ == module_name
-            and name.isidentifier()
-            and not name.startswith("_")
-            and name != "PromptSpec"
-        )
-    return found
-
-
-@pytest.mark.parametrize(
-    ("name", "obj"), _documented_objects(), ids=[n for n, _ in _documented_objects()]
-)
-def test_public_classes_have_a_runnable_example(name: str, obj: Any) -> None:
-    examples = _EXAMPLE.findall(inspect.getdoc(obj) or "")
-
-    assert examples, f"{name} has no example in its docstring"
-    for example in examples:
-        exec(compile(textwrap.dedent(example), f"<{name} example>", "exec"), {})  # noqa: S102
-
-
-@pytest.mark.parametrize("module_name", DOCUMENTED_MODULES)
-def test_module_examples_run(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    for example in _EXAMPLE.findall(inspect.getdoc(module) or ""):
-        exec(compile(textwrap.dedent(example), f"<{module_name} example>", "exec"), {})  # noqa: S102
 
 
 def test_huge_integer_in_the_reply_does_not_escape_as_an_exception() -> None:

@@ -13,7 +13,8 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
-from cogito_lc.memory.memory_store import MemoryConflictError, memory_id
+from cogito_lc.memory.memory_store import MemoryConflictError
+from cogito_lc.memory.scope import memory_id
 from tests.unit_tests.conftest import HashEmbeddings
 
 

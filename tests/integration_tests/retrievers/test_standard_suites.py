@@ -1,4 +1,4 @@
-"""The langchain-tests standard retriever suite, unmodified, on RecallB over real parts."""
+"""The langchain-tests standard retriever suite, unmodified, on RecallB and CogitoRetriever."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 from langchain_chroma import Chroma
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from cogito_lc import RecallB
-from cogito_lc.embeddings import local_embeddings
+from cogito_lc import CogitoRetriever, RecallB, local_embeddings
 
 _MEMORIES = [
     "Auth tokens expire after 3600 seconds; refresh tokens rotate on every use.",
@@ -41,6 +40,22 @@ class TestRecallBStandard(RetrieversIntegrationTests):
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {"vectorstore": _store(), "k": 4}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "how long do auth tokens last?"
+
+
+class TestCogitoRetrieverStandard(RetrieversIntegrationTests):
+    """Two stages with no model: the PointerFilter keeps stage 1's order (``fallback_no_llm``)."""
+
+    @property
+    def retriever_constructor(self) -> type[CogitoRetriever]:
+        return CogitoRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"recall_b": RecallB(vectorstore=_store()), "k": 4}
 
     @property
     def retriever_query_example(self) -> str:
