@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Literal, TypeAlias
 
 __all__ = [
     "TRANSPORT_ERROR_NAMES",
+    "FailureKind",
     "exception_chain",
+    "failure_kind",
     "is_timeout_error",
     "is_transport_error",
     "may_reject_schema",
@@ -29,6 +32,9 @@ __all__ = [
     "status_code",
     "status_code_in_chain",
 ]
+
+FailureKind: TypeAlias = Literal["timeout", "unreachable", "error"]
+"""How a model call failed (see :func:`failure_kind`)."""
 
 _SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
 _SERVER_ERROR_STATUS = 500
@@ -76,29 +82,55 @@ def is_transport_error(exc: BaseException) -> bool:
 
 
 def is_timeout_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it wraps) is a timeout waiting for the model.
+    """Whether ``exc`` (or an exception it wraps) means a model call took too long.
 
-    ``TimeoutError``, ``asyncio.TimeoutError``, client timeouts (``APITimeoutError``,
-    ``ReadTimeout`` and the like, recognised by name) and HTTP 408 count. Every
-    timeout is also a transport error (:func:`is_transport_error`).
+    ``TimeoutError`` (which ``asyncio.TimeoutError`` and a missed call deadline are),
+    any exception whose class name contains ``Timeout`` (``APITimeoutError``,
+    ``ReadTimeout``, ``requests``' ``Timeout``, urllib3's ``ReadTimeoutError``,
+    aiohttp's ``ServerTimeoutError``, ...) and HTTP 408 count.
 
     Args:
         exc: The exception raised by a chat model call.
 
     Returns:
-        ``True`` if the call failed because it took too long.
+        ``True`` for a timeout.
     """
     for error in exception_chain(exc):
         if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
             return True
-        if any(
-            cls.__name__ in TRANSPORT_ERROR_NAMES and "Timeout" in cls.__name__
-            for cls in type(error).__mro__
-        ):
+        if any("Timeout" in cls.__name__ for cls in type(error).__mro__):
             return True
         if status_code(error) == _REQUEST_TIMEOUT_STATUS:
             return True
     return False
+
+
+def failure_kind(exc: BaseException) -> FailureKind:
+    """Classify a failed model call: ``timeout``, then ``unreachable``, else ``error``.
+
+    Example:
+        ```python
+        from cogito_lc._core.transport import failure_kind
+
+        failure_kind(TimeoutError()), failure_kind(ConnectionRefusedError())
+        # ('timeout', 'unreachable')
+        failure_kind(ValueError("bad prompt"))
+        # 'error'
+        ```
+
+    Args:
+        exc: The exception raised by a chat model call.
+
+    Returns:
+        ``timeout`` (:func:`is_timeout_error`), ``unreachable``
+        (:func:`is_transport_error`) or ``error`` (a bad request, an authentication
+        failure, a bug).
+    """
+    if is_timeout_error(exc):
+        return "timeout"
+    if is_transport_error(exc):
+        return "unreachable"
+    return "error"
 
 
 def schema_may_be_rejected(exc: BaseException) -> bool:

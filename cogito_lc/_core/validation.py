@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.documents import Document
+from pydantic import model_validator
 
 __all__ = [
+    "RejectUnknownFields",
     "check_documents",
     "check_query",
     "check_similarity_floor",
@@ -89,6 +91,39 @@ def reject_unknown_kwargs(owner: str, given: Iterable[str], known: Iterable[str]
         f"Accepted: {', '.join(known_list)}."
     )
     raise TypeError(msg)
+
+
+class RejectUnknownFields:
+    """Mixin for pydantic models: an unknown field raises ``TypeError`` naming the closest one.
+
+    Put it before the pydantic base class. Pydantic's own ``extra="forbid"`` error
+    lists the unknown key only; this one also suggests the field that was meant.
+
+    Example:
+        ```python
+        from pydantic import BaseModel
+        from cogito_lc._core.validation import RejectUnknownFields
+
+
+        class Settings(RejectUnknownFields, BaseModel):
+            top_n: int = 5
+
+
+        try:
+            Settings(topn=3)
+        except TypeError as exc:
+            print(exc)
+        # Settings got unknown keyword argument(s): 'topn' (did you mean 'top_n'?). Accepted: top_n.
+        ```
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_fields(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            fields: Iterable[str] = getattr(cls, "model_fields", {}).keys()
+            reject_unknown_kwargs(cls.__name__, data.keys(), fields)
+        return data
 
 
 def check_query(query: Any, *, name: str = "query") -> str:

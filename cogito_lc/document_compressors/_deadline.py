@@ -10,7 +10,6 @@ timeout, and its result is discarded.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import threading
 from collections.abc import Callable
@@ -18,13 +17,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import TypeVar
 
-from cogito_lc._core.transport import exception_chain, status_code
-
-__all__ = ["DeadlineExceededError", "call_with_deadline", "is_timeout_error"]
+__all__ = ["DeadlineExceededError", "call_with_deadline"]
 
 T = TypeVar("T")
-
-_REQUEST_TIMEOUT_STATUS = 408
 
 
 class DeadlineExceededError(TimeoutError):
@@ -65,26 +60,3 @@ def call_with_deadline(fn: Callable[[], T], timeout: float | None, *, name: str)
             raise
         msg = f"no result within {timeout:g} s"
         raise DeadlineExceededError(msg) from exc
-
-
-def is_timeout_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it wraps) means a model call took too long.
-
-    ``TimeoutError`` (which :class:`DeadlineExceededError` and ``asyncio.TimeoutError``
-    are), client timeouts recognised by class name (``APITimeoutError``,
-    ``ReadTimeout``, ``ConnectTimeout``, ...) and HTTP 408 count.
-
-    Args:
-        exc: The exception raised by a chat model call.
-
-    Returns:
-        ``True`` for a timeout.
-    """
-    for error in exception_chain(exc):
-        if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
-            return True
-        if any("Timeout" in cls.__name__ for cls in type(error).__mro__):
-            return True
-        if status_code(error) == _REQUEST_TIMEOUT_STATUS:
-            return True
-    return False

@@ -32,42 +32,39 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForChainRun,
-    CallbackManagerForChainRun,
-    Callbacks,
-    adispatch_custom_event,
-    dispatch_custom_event,
-)
+from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.exceptions import OutputParserException
 from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import TypedDict
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.structured_output import (
-    Attempt,
-    StructuredOutputMode,
-    attempts,
-    read_reply,
+from cogito_lc._core.model_call import (
+    FailureKind,
+    ModelAnswer,
+    acall_model,
+    arun_as_chain,
+    call_model,
+    failure_kind,
+    run_as_chain,
 )
-from cogito_lc._core.transport import is_transport_error, schema_may_be_rejected
+from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.validation import (
+    RejectUnknownFields,
     check_documents,
     check_positive_int,
     check_query,
-    reject_unknown_kwargs,
 )
-from cogito_lc.document_compressors._deadline import call_with_deadline, is_timeout_error
+from cogito_lc.document_compressors._deadline import call_with_deadline
 from cogito_lc.document_compressors._pointers import (
     CandidateBlock,
     ParsedPointers,
@@ -76,7 +73,7 @@ from cogito_lc.document_compressors._pointers import (
     pointer_model,
     render_candidates,
 )
-from cogito_lc.extraction.llm_extractor import with_model_name
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import (
     PromptLike,
     PromptRegistry,
@@ -216,6 +213,13 @@ class FilterResult:
         }
 
 
+_FAILURE_METHODS: dict[FailureKind, FilterMethod] = {
+    "timeout": FilterMethod.FALLBACK_TIMEOUT,
+    "unreachable": FilterMethod.FALLBACK_UNREACHABLE,
+    "error": FilterMethod.FALLBACK_ERROR,
+}
+
+
 @dataclass(frozen=True)
 class _Request:
     query: str
@@ -232,7 +236,9 @@ class _Reply:
 
 
 class PointerFilter(
-    RunnableSerializable[PointerFilterInput, list[Document]], BaseDocumentCompressor
+    RejectUnknownFields,
+    RunnableSerializable[PointerFilterInput, list[Document]],
+    BaseDocumentCompressor,
 ):
     """Keep the candidates a chat model points at, by number, and return them unchanged.
 
@@ -308,13 +314,6 @@ class PointerFilter(
     :data:`~cogito_lc.StructuredOutputMode`); ``json_object`` for
     llama-cpp-python's server."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_fields(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            reject_unknown_kwargs(cls.__name__, data.keys(), cls.model_fields.keys())
-        return data
-
     @field_validator("prompt", mode="before")
     @classmethod
     def _check_prompt(cls, value: Any) -> Any:
@@ -334,7 +333,7 @@ class PointerFilter(
         *,
         prompt: PromptLike | None = None,
         registry: PromptRegistry | None = None,
-        **kwargs: Any,
+        **fields: Any,
     ) -> PointerFilter:
         """Create a filter from a chat model.
 
@@ -343,7 +342,7 @@ class PointerFilter(
             prompt: Prompt to use instead of the registry's ``pointer_filter`` entry;
                 it must use ``{query}`` and ``{candidates}``.
             registry: Registry to take the default prompt from.
-            **kwargs: Other fields, such as ``top_n``, ``max_candidates``, ``timeout``.
+            **fields: Other fields, such as ``top_n``, ``max_candidates``, ``timeout``.
 
         Returns:
             The filter.
@@ -353,7 +352,7 @@ class PointerFilter(
             TypeError: If a keyword is not a field of the filter.
         """
         template = resolve_prompt(POINTER_FILTER_PROMPT, prompt, registry=registry)
-        return cls(llm=llm, prompt=template, **kwargs)
+        return cls(llm=llm, prompt=template, **fields)
 
     def compress_documents(
         self,
@@ -436,18 +435,15 @@ class PointerFilter(
             ValueError: If the query is blank, ``top_n < 1`` or a key is missing.
         """
         request = self._request(input, top_n)
-        results: list[FilterResult] = []
-
-        def run(
-            _: PointerFilterInput, run_manager: CallbackManagerForChainRun, config: RunnableConfig
-        ) -> list[Document]:
-            result = self._filter(request, config)
-            dispatch_custom_event(FILTER_EVENT, result.event_data(self.get_name()), config=config)
-            results.append(result)
-            return result.documents
-
-        self._call_with_config(run, input, config)
-        return results[0]
+        return run_as_chain(
+            self,
+            lambda child: self._filter(request, child),
+            input,
+            config,
+            output=_documents,
+            event=FILTER_EVENT,
+            event_data=self._event_data,
+        )
 
     async def ainvoke_with_result(
         self,
@@ -458,22 +454,18 @@ class PointerFilter(
     ) -> FilterResult:
         """Async :meth:`invoke_with_result`; a timeout cancels the model call."""
         request = self._request(input, top_n)
-        results: list[FilterResult] = []
+        return await arun_as_chain(
+            self,
+            lambda child: self._afilter(request, child),
+            input,
+            config,
+            output=_documents,
+            event=FILTER_EVENT,
+            event_data=self._event_data,
+        )
 
-        async def run(
-            _: PointerFilterInput,
-            run_manager: AsyncCallbackManagerForChainRun,
-            config: RunnableConfig,
-        ) -> list[Document]:
-            result = await self._afilter(request, config)
-            await adispatch_custom_event(
-                FILTER_EVENT, result.event_data(self.get_name()), config=config
-            )
-            results.append(result)
-            return result.documents
-
-        await self._acall_with_config(run, input, config)
-        return results[0]
+    def _event_data(self, result: FilterResult) -> dict[str, Any]:
+        return result.event_data(self.get_name())
 
     def _request(self, input_: Any, top_n: int | None) -> _Request:
         name = self.get_name()
@@ -545,65 +537,29 @@ class PointerFilter(
             char_budget=self.char_budget,
         )
 
-    def _attempts(self, shown: int) -> Iterator[Attempt]:
-        assert self.llm is not None  # noqa: S101 - checked by _early_result
-        return attempts(
-            self.llm,
-            self.structured_output,
-            pointer_model(shown),
-            many=False,
-            owner=self.get_name(),
-        )
-
     def _ask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         prompt_value = self.prompt.invoke({"query": query, "candidates": block.text}, config)
-        for attempt in self._attempts(block.shown):
-            try:
-                output = attempt.runnable.invoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if attempt.structured and self._retry_without_schema(exc):
-                    continue
-                raise
-            text = read_reply(output).text
-            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
-        msg = "unreachable: the attempt without a schema always returns or raises"
-        raise AssertionError(msg)
+        answer = call_model(self.llm, prompt_value, config, **self._call_options(block))
+        return _reply(answer, block, prompt_value)
 
     async def _aask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
         assert self.llm is not None  # noqa: S101 - checked by _early_result
         variables = {"query": query, "candidates": block.text}
         prompt_value = await self.prompt.ainvoke(variables, config)
-        for attempt in self._attempts(block.shown):
-            try:
-                output = await attempt.runnable.ainvoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if attempt.structured and self._retry_without_schema(exc):
-                    continue
-                raise
-            text = read_reply(output).text
-            return _Reply(text, attempt.structured, block, _prompt_text(prompt_value))
-        msg = "unreachable: the attempt without a schema always returns or raises"
-        raise AssertionError(msg)
+        answer = await acall_model(self.llm, prompt_value, config, **self._call_options(block))
+        return _reply(answer, block, prompt_value)
 
-    def _retry_without_schema(self, exc: Exception) -> bool:
-        if not schema_may_be_rejected(exc):
-            return False
-        logger.warning(
-            "%s: the model server rejected the output schema (%s); retrying without it. "
-            "Set structured_output='none' or the mode your server supports.",
-            self.get_name(),
-            exc,
-        )
-        return True
+    def _call_options(self, block: CandidateBlock) -> dict[str, Any]:
+        return {
+            "structured_output": self.structured_output,
+            "output": pointer_model(block.shown),
+            "owner": self.get_name(),
+            "log": logger,
+        }
 
     def _failed(self, request: _Request, block: CandidateBlock, exc: Exception) -> FilterResult:
-        if is_timeout_error(exc):
-            method = FilterMethod.FALLBACK_TIMEOUT
-        elif is_transport_error(exc):
-            method = FilterMethod.FALLBACK_UNREACHABLE
-        else:
-            method = FilterMethod.FALLBACK_ERROR
+        method = _FAILURE_METHODS[failure_kind(exc)]
         error = f"{type(exc).__name__}: {exc}"
         logger.warning(
             "%s: model call failed (%s); returning the %d candidates unfiltered (%s).",
@@ -738,11 +694,15 @@ class PointerOutputParser(BaseOutputParser[list[int]]):
         )
 
 
-class PointerFilterBuilder:
+class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
     r"""Step-by-step construction of a :class:`PointerFilter`.
 
     Example:
         ```python
+        from langchain_core.language_models import FakeListChatModel
+        from cogito_lc import PointerFilter
+
+        llm = FakeListChatModel(responses=['{"ids": [2]}'])
         pointer_filter = (
             PointerFilter.builder(llm)
             .prompt("Which of these answer {query}?\n{candidates}\nNumbers only, as JSON.")
@@ -751,37 +711,10 @@ class PointerFilterBuilder:
             .structured_output("json_object")
             .build()
         )
+        pointer_filter.top_n, pointer_filter.timeout
+        # (5, 8.0)
         ```
     """
-
-    def __init__(self, llm: Runnable[Any, Any] | None) -> None:
-        """Start a builder for the chat model ``llm`` (``None`` for no model)."""
-        self._llm = llm
-        self._prompt: PromptLike | None = None
-        self._registry: PromptRegistry | None = None
-        self._fields: dict[str, Any] = {}
-
-    def _with(self, **fields: Any) -> PointerFilterBuilder:
-        self._fields.update(fields)
-        return self
-
-    def prompt(self, template: PromptLike) -> PointerFilterBuilder:
-        """Use ``template`` (with ``{query}`` and ``{candidates}``) instead of the registry's."""
-        self._prompt = template
-        return self
-
-    def registry(self, registry: PromptRegistry) -> PointerFilterBuilder:
-        """Take the default prompt from ``registry`` instead of the default registry."""
-        self._registry = registry
-        return self
-
-    def model(self, name: str) -> PointerFilterBuilder:
-        """Set the model name on the chat model, such as ``"qwen2.5:3b"``."""
-        if self._llm is None:
-            msg = "model() needs a chat model; pass one to PointerFilter.builder(llm)."
-            raise ValueError(msg)
-        self._llm = with_model_name(self._llm, name)
-        return self
 
     def top_n(self, value: int) -> PointerFilterBuilder:
         """Return at most ``value`` documents."""
@@ -807,24 +740,14 @@ class PointerFilterBuilder:
         """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
         return self._with(timeout=seconds)
 
-    def structured_output(self, mode: StructuredOutputMode) -> PointerFilterBuilder:
-        """Choose how the answer's JSON schema reaches the model (default ``auto``)."""
-        return self._with(structured_output=mode)
-
-    def name(self, name: str) -> PointerFilterBuilder:
-        """Set the run name shown in traces."""
-        return self._with(name=name)
-
-    def build(self) -> PointerFilter:
+    def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> PointerFilter:
         """Create the filter.
 
         Raises:
             PromptVariablesError: If the prompt has the wrong variables.
             ValidationError: If a setting is out of range, such as ``top_n(0)``.
         """
-        return PointerFilter.from_llm(
-            self._llm, prompt=self._prompt, registry=self._registry, **self._fields
-        )
+        return PointerFilter.from_llm(llm, **fields)
 
 
 def _unique(
@@ -842,8 +765,13 @@ def _unique(
     return chosen
 
 
-def _prompt_text(prompt_value: PromptValue) -> str:
-    return "\n".join(message.text for message in prompt_value.to_messages())
+def _reply(answer: ModelAnswer, block: CandidateBlock, prompt_value: PromptValue) -> _Reply:
+    prompt_text = "\n".join(message.text for message in prompt_value.to_messages())
+    return _Reply(answer.reply.text, answer.structured, block, prompt_text)
+
+
+def _documents(result: FilterResult) -> list[Document]:
+    return result.documents
 
 
 def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:

@@ -5,7 +5,7 @@ it is reduced to self-contained facts, each with a kind and an importance, so th
 later retrieval finds precise statements instead of verbose transcripts.
 
 Where the prompt comes from, highest precedence first: a prompt given to
-:meth:`FactExtractorBuilder.prompt_template` or ``FactExtractor.from_llm(...,
+:meth:`FactExtractorBuilder.prompt` or ``FactExtractor.from_llm(...,
 prompt=...)``; the ``fact_extraction`` prompt registered in the prompt registry (an
 application's ``register(..., replace=True)``, a file in ``$COGITO_PROMPTS_DIR`` or
 a ``cogito_lc.prompts`` entry point, see :mod:`cogito_lc.prompts`); the built-in
@@ -15,6 +15,7 @@ prompt. The prompt is resolved when the extractor is built.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
@@ -26,16 +27,17 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cogito_lc._core.json_repair import JsonExtractionError
+from cogito_lc._core.model_call import arun_as_chain, run_as_chain, with_model_name
 from cogito_lc._core.structured_output import LIST_WRAPPER_KEY, StructuredOutputMode
-from cogito_lc.extraction._tracing import arun_traced, run_traced
 from cogito_lc.extraction.llm_extractor import (
+    EXTRACTION_EVENT,
     ExtractionMethod,
     ExtractionResult,
     LlmExtractor,
     decode_items,
     validate_items,
-    with_model_name,
 )
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import PromptLike, PromptRegistry, resolve_prompt
 
 __all__ = [
@@ -226,10 +228,11 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         llm: Runnable[Any, Any],
         *,
         prompt: PromptLike | None = None,
+        registry: PromptRegistry | None = None,
         model: str | None = None,
         structured_output: StructuredOutputMode = "auto",
         raise_on_error: bool = False,
-        registry: PromptRegistry | None = None,
+        name: str | None = None,
     ) -> FactExtractor:
         """Create a fact extractor from a chat model.
 
@@ -238,10 +241,11 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             prompt: Prompt to use instead of the registry's ``fact_extraction`` entry;
                 it must use ``{text}`` and may use ``{context_section}`` and
                 ``{max_facts}``.
+            registry: Registry to take the default prompt from.
             model: Model name to set on the chat model.
             structured_output: How the output schema reaches the model.
             raise_on_error: Raise model failures instead of returning ``[]``.
-            registry: Registry to take the default prompt from.
+            name: Run name shown in traces.
 
         Returns:
             The fact extractor.
@@ -259,7 +263,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             structured_output=structured_output,
             raise_on_error=raise_on_error,
         )
-        return cls(extractor=extractor)
+        return cls(extractor=extractor, name=name)
 
     @property
     def prompt(self) -> ChatPromptTemplate:
@@ -318,7 +322,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             variables = self._variables(request)
             return self.extractor.invoke_with_result(variables, child, max_items=request.max_facts)
 
-        return run_traced(self, request, config, extract, event=_is_skipped)
+        return run_as_chain(self, extract, request, config, **self._run_options())
 
     async def ainvoke_with_result(
         self,
@@ -336,7 +340,17 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
                 variables, child, max_items=request.max_facts
             )
 
-        return await arun_traced(self, request, config, extract, event=_is_skipped)
+        return await arun_as_chain(self, extract, request, config, **self._run_options())
+
+    def _run_options(self) -> dict[str, Any]:
+        # The inner extractor reports its own runs; a skipped run is reported here.
+        return {
+            "output": _facts,
+            "event": EXTRACTION_EVENT,
+            "event_data": lambda result: (
+                result.event_data(self.get_name()) if _is_skipped(result) else None
+            ),
+        }
 
     @staticmethod
     def _variables(request: FactExtractionInput) -> dict[str, Any]:
@@ -348,75 +362,51 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         }
 
 
-class FactExtractorBuilder:
+class FactExtractorBuilder(ComponentBuilder["FactExtractor"]):
     """Step-by-step construction of a :class:`FactExtractor`.
 
     Example:
         ```python
-        from langchain_openai import ChatOpenAI
+        from langchain_ollama import ChatOllama
         from cogito_lc import FactExtractor
 
-        llm = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1", api_key="-")
         extractor = (
-            FactExtractor.builder(llm)
-            .prompt_template("List the billing facts in {text}, at most {max_facts}.")
+            FactExtractor.builder(ChatOllama(model="llama3.2"))
+            .prompt("List the billing facts in {text}, at most {max_facts}.")
             .model("qwen2.5:3b")
             .raise_on_error()
             .build()
         )
-        extractor.extractor.llm.model_name, extractor.prompt.input_variables
+        extractor.extractor.llm.model, extractor.prompt.input_variables
         # ('qwen2.5:3b', ['max_facts', 'text'])
         ```
     """
 
     def __init__(self, llm: Runnable[Any, Any]) -> None:
         """Start a builder for the chat model ``llm``."""
-        self._llm = llm
-        self._prompt: PromptLike | None = None
-        self._model: str | None = None
-        self._structured_output: StructuredOutputMode = "auto"
-        self._raise_on_error = False
-        self._registry: PromptRegistry | None = None
+        super().__init__(llm)
 
     def prompt_template(self, template: PromptLike) -> FactExtractorBuilder:
-        """Use ``template`` instead of the registry's ``fact_extraction`` prompt."""
-        self._prompt = template
-        return self
-
-    def model(self, name: str) -> FactExtractorBuilder:
-        """Set the model name on the chat model, such as ``"qwen2.5:3b"``."""
-        self._model = name
-        return self
-
-    def structured_output(self, mode: StructuredOutputMode) -> FactExtractorBuilder:
-        """Choose how the output schema reaches the model (default ``auto``)."""
-        self._structured_output = mode
-        return self
+        """Deprecated alias of :meth:`prompt`."""
+        warnings.warn(
+            "FactExtractorBuilder.prompt_template() is deprecated; use prompt() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.prompt(template)
 
     def raise_on_error(self, value: bool = True) -> FactExtractorBuilder:
         """Raise model failures instead of returning ``[]``."""
-        self._raise_on_error = value
-        return self
+        return self._with(raise_on_error=value)
 
-    def registry(self, registry: PromptRegistry) -> FactExtractorBuilder:
-        """Take the default prompt from ``registry`` instead of the default registry."""
-        self._registry = registry
-        return self
-
-    def build(self) -> FactExtractor:
+    def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> FactExtractor:
         """Create the fact extractor.
 
         Raises:
             PromptVariablesError: If the prompt template has the wrong variables.
         """
-        return FactExtractor.from_llm(
-            self._llm,
-            prompt=self._prompt,
-            model=self._model,
-            structured_output=self._structured_output,
-            raise_on_error=self._raise_on_error,
-            registry=self._registry,
-        )
+        assert llm is not None  # noqa: S101 - the builder is started with a chat model
+        return FactExtractor.from_llm(llm, **fields)
 
 
 class FactListOutputParser(BaseOutputParser[list[Fact]]):
@@ -491,6 +481,10 @@ class FactListOutputParser(BaseOutputParser[list[Fact]]):
 
 def _skipped() -> ExtractionResult[list[Fact]]:
     return ExtractionResult([], ExtractionMethod.SKIPPED)
+
+
+def _facts(result: ExtractionResult[list[Fact]]) -> list[Fact]:
+    return result.value
 
 
 def _is_skipped(result: ExtractionResult[list[Fact]]) -> bool:

@@ -26,7 +26,6 @@ run and visible to callback handlers' ``on_custom_event`` and to ``astream_event
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar, cast
@@ -35,14 +34,11 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import (
     Runnable,
-    RunnableBinding,
     RunnableConfig,
     RunnableSerializable,
 )
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from cogito_lc._core import structured_output as _structured_output
-from cogito_lc._core import transport as _transport
 from cogito_lc._core.json_repair import (
     JsonExtractionError,
     TruncatedJsonError,
@@ -51,20 +47,25 @@ from cogito_lc._core.json_repair import (
     json_value_as_list,
     salvage_json_array,
 )
+from cogito_lc._core.model_call import (
+    ModelAnswer,
+    acall_model,
+    arun_as_chain,
+    call_model,
+    failure_kind,
+    reply_text,
+    run_as_chain,
+    with_model_name,
+)
 from cogito_lc._core.structured_output import (
-    Attempt,
     ModelReply,
     StructuredOutputMode,
-    attempts,
     detect_structured_output_mode,
-    read_reply,
-    reply_text,
     request_schema,
     structured_output_kwargs,
 )
 from cogito_lc._core.transport import is_timeout_error, is_transport_error, schema_may_be_rejected
-from cogito_lc.extraction import _tracing
-from cogito_lc.extraction._tracing import EXTRACTION_EVENT, arun_traced, run_traced
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import PromptLike, PromptRegistry, as_chat_prompt, resolve_prompt
 
 __all__ = [
@@ -75,7 +76,6 @@ __all__ = [
     "LlmExtractor",
     "LlmExtractorBuilder",
     "StructuredOutputMode",
-    "arun_traced",
     "decode_items",
     "detect_structured_output_mode",
     "is_schema_rejection",
@@ -83,7 +83,6 @@ __all__ = [
     "is_transport_error",
     "reply_text",
     "request_schema",
-    "run_traced",
     "structured_output_kwargs",
     "validate_items",
     "with_model_name",
@@ -94,6 +93,13 @@ logger = logging.getLogger(__name__)
 O = TypeVar("O", bound=BaseModel)  # noqa: E741
 P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T")
+
+EXTRACTION_EVENT = "cogito_lc.extraction"
+"""Name of the custom event dispatched at the end of every extraction run.
+
+Its data is a dict with ``name`` (the runnable's name), ``method``, ``count`` (items
+returned), ``dropped`` (list items rejected by validation) and ``error``.
+"""
 
 ExtractorInput = str | dict[str, Any]
 """What :class:`LlmExtractor` accepts: the text, or a dict of prompt variables."""
@@ -167,39 +173,17 @@ class ExtractionResult(Generic[T]):
     dropped: int = 0
     """List items that were parsed but failed validation and were dropped."""
 
-
-def with_model_name(llm: Runnable[Any, Any], model: str) -> Runnable[Any, Any]:
-    """Return a copy of ``llm`` that uses the model ``model``.
-
-    Works for chat models with a ``model`` or ``model_name`` field (``ChatOllama``,
-    ``ChatOpenAI`` and most others), also when wrapped by ``.bind(...)``.
-
-    Args:
-        llm: A chat model, possibly bound.
-        model: Model name, such as ``"qwen2.5:3b"``.
-
-    Returns:
-        The reconfigured copy; ``llm`` itself is unchanged.
-
-    Raises:
-        ValueError: If ``model`` is empty or the chat model has no model-name field.
-    """
-    if not model:
-        msg = "model must be a non-empty model name."
-        raise ValueError(msg)
-    if isinstance(llm, RunnableBinding):
-        return llm.model_copy(update={"bound": with_model_name(llm.bound, model)})
-    fields = type(llm).model_fields if isinstance(llm, BaseModel) else {}
-    for field_name in ("model_name", "model"):
-        if field_name in fields:
-            return cast(
-                "Runnable[Any, Any]", cast("BaseModel", llm).model_copy(update={field_name: model})
-            )
-    msg = (
-        f"{type(llm).__name__} has no 'model' or 'model_name' field; set the model on "
-        "the chat model itself instead of calling model()."
-    )
-    raise ValueError(msg)
+    def event_data(self, name: str) -> dict[str, Any]:
+        """The payload of :data:`EXTRACTION_EVENT` for this result."""
+        value = self.value
+        count = len(value) if isinstance(value, list) else int(value is not None)
+        return {
+            "name": name,
+            "method": self.method.value,
+            "count": count,
+            "dropped": self.dropped,
+            "error": self.error,
+        }
 
 
 class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
@@ -295,33 +279,31 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         cls,
         llm: Runnable[Any, Any],
         *,
-        output: type[P],
-        prompt: PromptLike,
-        many: bool = False,
-        structured_output: StructuredOutputMode = "auto",
-        raise_on_error: bool = False,
+        prompt: PromptLike | None = None,
+        output: type[P] | None = None,
+        **fields: Any,
     ) -> LlmExtractor[P]:
-        """Create an extractor from a chat model, an output model and a prompt.
+        """Create an extractor from a chat model, a prompt and an output model.
 
         Args:
             llm: Chat model to call.
-            output: Pydantic model of one extracted item.
-            prompt: A chat prompt, or the f-string text of one human message.
-            many: Extract a list of items.
-            structured_output: How the output schema reaches the model.
-            raise_on_error: Raise transport failures instead of returning empty.
+            prompt: A chat prompt, or the f-string text of one human message (required).
+            output: Pydantic model of one extracted item (required).
+            **fields: Other fields: ``many``, ``structured_output``, ``raise_on_error``,
+                ``input_key``, ``name``.
 
         Returns:
             The extractor.
+
+        Raises:
+            ValueError: If ``prompt`` or ``output`` is missing.
         """
-        return LlmExtractor(
-            llm=llm,
-            prompt=as_chat_prompt(prompt),
-            output=output,
-            many=many,
-            structured_output=structured_output,
-            raise_on_error=raise_on_error,
-        )
+        missing = [key for key, value in (("prompt", prompt), ("output", output)) if value is None]
+        if missing:
+            msg = f"LlmExtractor.from_llm(llm) needs {' and '.join(missing)}."
+            raise ValueError(msg)
+        assert prompt is not None  # noqa: S101 - checked above
+        return LlmExtractor(llm=llm, prompt=as_chat_prompt(prompt), output=output, **fields)
 
     @property
     def empty_value(self) -> Any:
@@ -384,12 +366,14 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             Exception: Whatever the model raised, when ``raise_on_error`` is set.
         """
         variables = self._variables(input, max_items)
-        return run_traced(
+        return run_as_chain(
             self,
+            lambda child: self._extract(variables, child, max_items),
             input,
             config,
-            lambda child: self._extract(variables, child, max_items),
-            event=True,
+            output=_value,
+            event=EXTRACTION_EVENT,
+            event_data=lambda result: result.event_data(self.get_name()),
         )
 
     async def ainvoke_with_result(
@@ -401,12 +385,14 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     ) -> ExtractionResult[Any]:
         """Async :meth:`invoke_with_result`; the model is called through its async API."""
         variables = self._variables(input, max_items)
-        return await arun_traced(
+        return await arun_as_chain(
             self,
+            lambda child: self._aextract(variables, child, max_items),
             input,
             config,
-            lambda child: self._aextract(variables, child, max_items),
-            event=True,
+            output=_value,
+            event=EXTRACTION_EVENT,
+            event_data=lambda result: result.event_data(self.get_name()),
         )
 
     def _variables(self, input_: ExtractorInput, max_items: int | None) -> dict[str, Any]:
@@ -433,50 +419,33 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = self.prompt.invoke(variables, config)
-        for attempt in self._attempts(max_items):
-            try:
-                output = attempt.runnable.invoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if self._retry_without_schema(exc, structured=attempt.structured):
-                    continue
-                return self._failure(exc)
-            return self._parse(read_reply(output), attempt.structured, max_items)
-        raise AssertionError(_UNREACHABLE)
+        try:
+            answer = call_model(self.llm, prompt_value, config, **self._call_options(max_items))
+        except Exception as exc:
+            return self._failure(exc)
+        return self._parse(answer, max_items)
 
     async def _aextract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = await self.prompt.ainvoke(variables, config)
-        for attempt in self._attempts(max_items):
-            try:
-                output = await attempt.runnable.ainvoke(prompt_value, config, **attempt.kwargs)
-            except Exception as exc:
-                if self._retry_without_schema(exc, structured=attempt.structured):
-                    continue
-                return self._failure(exc)
-            return self._parse(read_reply(output), attempt.structured, max_items)
-        raise AssertionError(_UNREACHABLE)
+        try:
+            answer = await acall_model(
+                self.llm, prompt_value, config, **self._call_options(max_items)
+            )
+        except Exception as exc:
+            return self._failure(exc)
+        return self._parse(answer, max_items)
 
-    def _attempts(self, max_items: int | None) -> Iterator[Attempt]:
-        return attempts(
-            self.llm,
-            self.structured_output,
-            self.output,
-            many=self.many,
-            max_items=max_items,
-            owner=self.get_name(),
-        )
-
-    def _retry_without_schema(self, exc: Exception, *, structured: bool) -> bool:
-        if not (structured and schema_may_be_rejected(exc)):
-            return False
-        logger.warning(
-            "%s: the model server rejected the output schema (%s); retrying without "
-            "it. Set structured_output='none' or the mode your server supports.",
-            self.get_name(),
-            exc,
-        )
-        return True
+    def _call_options(self, max_items: int | None) -> dict[str, Any]:
+        return {
+            "structured_output": self.structured_output,
+            "output": self.output,
+            "many": self.many,
+            "max_items": max_items,
+            "owner": self.get_name(),
+            "log": logger,
+        }
 
     def _failure(self, exc: Exception) -> ExtractionResult[Any]:
         """Report a failed model call as ``error``, or re-raise it with ``raise_on_error``."""
@@ -489,16 +458,15 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             exc,
             self.empty_value,
             # A failure other than the network's is likely a bug worth its traceback.
-            exc_info=None if is_transport_error(exc) else exc,
+            exc_info=exc if failure_kind(exc) == "error" else None,
         )
         return ExtractionResult(
             self.empty_value, ExtractionMethod.ERROR, error=f"{type(exc).__name__}: {exc}"
         )
 
-    def _parse(
-        self, reply: ModelReply, structured: bool, max_items: int | None
-    ) -> ExtractionResult[Any]:
-        method = ExtractionMethod.STRUCTURED if structured else ExtractionMethod.TEXT
+    def _parse(self, answer: ModelAnswer, max_items: int | None) -> ExtractionResult[Any]:
+        reply = answer.reply
+        method = ExtractionMethod.STRUCTURED if answer.structured else ExtractionMethod.TEXT
         if not self.many:
             return self._parse_one(reply, method)
         raw = reply.text
@@ -568,7 +536,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         )
 
 
-class LlmExtractorBuilder(Generic[O]):
+class LlmExtractorBuilder(ComponentBuilder["LlmExtractor[O]"], Generic[O]):
     """Step-by-step construction of an :class:`LlmExtractor`.
 
     Example:
@@ -599,34 +567,23 @@ class LlmExtractorBuilder(Generic[O]):
 
     def __init__(self, llm: Runnable[Any, Any]) -> None:
         """Start a builder for ``llm``."""
-        self._settings: dict[str, Any] = {"llm": llm}
-
-    def _with(self, **settings: Any) -> LlmExtractorBuilder[O]:
-        self._settings.update(settings)
-        return self
-
-    def prompt(self, template: PromptLike) -> LlmExtractorBuilder[O]:
-        """Use ``template``: a chat prompt, or the f-string text of one human message."""
-        return self._with(prompt=as_chat_prompt(template))
+        super().__init__(llm)
 
     def prompt_name(
         self, name: str, *, registry: PromptRegistry | None = None
     ) -> LlmExtractorBuilder[O]:
-        """Use the prompt registered under ``name`` (default registry unless given)."""
-        return self._with(prompt=resolve_prompt(name, registry=registry))
+        """Use the prompt registered under ``name``.
+
+        It is taken from ``registry``, else from the one given to :meth:`registry`,
+        else from the default registry.
+        """
+        source = registry if registry is not None else self._fields.get("registry")
+        return self._with(prompt=resolve_prompt(name, registry=source))
 
     def output(self, model: type[P], *, many: bool = False) -> LlmExtractorBuilder[P]:
         """Extract ``model`` instances; ``many=True`` for a list of them."""
-        self._settings.update(output=model, many=many)
+        self._fields.update(output=model, many=many)
         return cast("LlmExtractorBuilder[P]", self)
-
-    def model(self, name: str) -> LlmExtractorBuilder[O]:
-        """Set the model name on the chat model (see :func:`with_model_name`)."""
-        return self._with(llm=with_model_name(self._settings["llm"], name))
-
-    def structured_output(self, mode: StructuredOutputMode) -> LlmExtractorBuilder[O]:
-        """Choose how the output schema reaches the model."""
-        return self._with(structured_output=mode)
 
     def input_key(self, key: str) -> LlmExtractorBuilder[O]:
         """Set the prompt variable a plain-string input fills."""
@@ -636,25 +593,20 @@ class LlmExtractorBuilder(Generic[O]):
         """Raise model failures instead of returning the empty value."""
         return self._with(raise_on_error=value)
 
-    def name(self, name: str) -> LlmExtractorBuilder[O]:
-        """Set the run name shown in traces."""
-        return self._with(name=name)
-
-    def build(self) -> LlmExtractor[O]:
+    def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> LlmExtractor[O]:
         """Create the extractor.
 
         Raises:
             ValueError: If ``prompt(...)`` or ``output(...)`` was not called.
         """
-        missing = [key for key in ("prompt", "output") if key not in self._settings]
+        missing = [key for key in ("prompt", "output") if key not in fields]
         if missing:
             calls = ", ".join(f"{key}(...)" for key in missing)
             msg = f"LlmExtractor.builder(llm) needs {calls} before build()."
             raise ValueError(msg)
-        return LlmExtractor(**self._settings)
-
-
-_UNREACHABLE = "unreachable: the attempt without a schema always returns or raises"
+        fields.pop("registry", None)
+        assert llm is not None  # noqa: S101 - the builder is started with a chat model
+        return cast("LlmExtractor[O]", LlmExtractor.from_llm(llm, **fields))
 
 
 def decode_items(raw: str) -> tuple[list[Any], bool]:
@@ -710,6 +662,10 @@ def _type_parameter(cls: type[Any]) -> type[BaseModel] | None:
     return argument if isinstance(argument, type) and issubclass(argument, BaseModel) else None
 
 
+def _value(result: ExtractionResult[Any]) -> Any:
+    return result.value
+
+
 def _summarise(exc: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(part) for part in error['loc']) or 'item'}: {error['msg']}"
@@ -719,12 +675,3 @@ def _summarise(exc: ValidationError) -> str:
 
 is_schema_rejection = schema_may_be_rejected
 """Whether a failed call made with an output schema may succeed without it."""
-
-# Helpers defined here before they moved to private modules, still importable from here.
-_reply_text = reply_text
-_event_data = _tracing.event_data
-_exception_chain = _transport.exception_chain
-_may_reject_schema = _transport.may_reject_schema
-_status_code = _transport.status_code
-_status_code_in_chain = _transport.status_code_in_chain
-_tighten = _structured_output._tighten

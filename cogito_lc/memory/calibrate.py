@@ -131,10 +131,19 @@ class VocabCalibrator(BaseModel):
 
     @classmethod
     def from_llm(
-        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **kwargs: Any
+        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **fields: Any
     ) -> VocabCalibrator:
-        """A calibrator for ``llm``."""
-        return cls(llm=llm, prompt=prompt, **kwargs)
+        """Create a calibrator from a chat model.
+
+        Args:
+            llm: Chat model to call; ``None`` makes every run ``fallback_no_llm``.
+            prompt: Prompt to use instead of the registry's ``calibrate`` entry.
+            **fields: Other fields, such as ``structured_output``, ``sample_size``, ``max_keys``.
+
+        Returns:
+            The calibrator.
+        """
+        return cls(llm=llm, prompt=prompt, **fields)
 
     def calibrate(
         self, memory: MemoryStore, *, scope: ScopeLike = None, dry_run: bool = False

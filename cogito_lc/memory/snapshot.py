@@ -158,10 +158,20 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
 
     @classmethod
     def from_llm(
-        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **kwargs: Any
+        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **fields: Any
     ) -> SnapshotBuilder:
-        """A builder for ``llm`` (None for the zero-LLM grouping)."""
-        return cls(llm=llm, prompt=prompt, **kwargs)
+        """Create a snapshot builder from a chat model.
+
+        Args:
+            llm: Chat model to call; ``None`` builds the zero-LLM grouping.
+            prompt: Prompt to use instead of the registry's ``snapshot_pointer`` entry
+                (``snapshot`` in summary mode).
+            **fields: Other fields, such as ``mode``, ``structured_output``, ``max_chars``.
+
+        Returns:
+            The snapshot builder.
+        """
+        return cls(llm=llm, prompt=prompt, **fields)
 
     def invoke(
         self,

@@ -2,11 +2,13 @@
 
 The registry, the built-in prompts, prompt files and the ``cogito_lc.prompts``
 entry-point group; the registry is documented in :mod:`cogito_lc.prompts.registry`.
-This package may import only :mod:`cogito_lc._core`.
+:class:`ComponentBuilder` (:mod:`cogito_lc.prompts.builders`) gives every LLM-facing
+component's builder the same verbs. This package may import only :mod:`cogito_lc._core`.
 """
 
 from __future__ import annotations
 
+from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import (
     ENTRY_POINT_GROUP,
     PROMPTS_DIR_ENV_VAR,
@@ -24,6 +26,7 @@ from cogito_lc.prompts.registry import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PROMPTS_DIR_ENV_VAR",
+    "ComponentBuilder",
     "PromptContract",
     "PromptEntry",
     "PromptFileError",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -36,7 +36,12 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.timestamps import parse_since, parse_timestamp
-from cogito_lc._core.validation import check_positive_int, check_query, reject_unknown_kwargs
+from cogito_lc._core.validation import (
+    RejectUnknownFields,
+    check_positive_int,
+    check_query,
+    reject_unknown_kwargs,
+)
 from cogito_lc.document_compressors.pointer_filter import (
     FILTER_METHOD_KEY,
     FilterMethod,
@@ -131,7 +136,7 @@ class _Pool:
     recall_method: str
 
 
-class CogitoRetriever(BaseRetriever):
+class CogitoRetriever(RejectUnknownFields, BaseRetriever):
     """Two-stage recall with a fidelity guarantee: RecallB, then an integer-pointer filter.
 
     RecallB gathers ``pool_size`` candidates without an LLM; memories older than
@@ -200,13 +205,6 @@ class CogitoRetriever(BaseRetriever):
 
     _route_pattern: re.Pattern[str] = PrivateAttr()
 
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_fields(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            reject_unknown_kwargs(cls.__name__, data.keys(), cls.model_fields.keys())
-        return data
-
     @field_validator("since", mode="before")
     @classmethod
     def _parse_since(cls, value: Any) -> datetime | None:
@@ -233,7 +231,7 @@ class CogitoRetriever(BaseRetriever):
         *,
         prompt: PromptLike | None = None,
         registry: PromptRegistry | None = None,
-        **kwargs: Any,
+        **fields: Any,
     ) -> CogitoRetriever:
         """Create a two-stage retriever over a vector store (or a configured RecallB).
 
@@ -243,7 +241,7 @@ class CogitoRetriever(BaseRetriever):
                 (``fallback_no_llm``).
             prompt: Filter prompt instead of the registry's ``pointer_filter`` entry.
             registry: Registry to take the default filter prompt from.
-            **kwargs: Fields of the retriever (``k``, ``pool_size``, ``since``,
+            **fields: Fields of the retriever (``k``, ``pool_size``, ``since``,
                 ``filter_when``, ...) and of the filter (``timeout``, ``top_n``,
                 ``max_candidates``, ``structured_output``, ...).
 
@@ -256,16 +254,16 @@ class CogitoRetriever(BaseRetriever):
         """
         recall_b = _as_recall_b(source)
         filter_fields = set(PointerFilter.model_fields) - {"llm", "prompt", "name"}
-        filter_kwargs = {key: kwargs.pop(key) for key in list(kwargs) if key in filter_fields}
+        filter_kwargs = {key: fields.pop(key) for key in list(fields) if key in filter_fields}
         reject_unknown_kwargs(
             f"{cls.__name__}.from_llm",
-            kwargs.keys(),
+            fields.keys(),
             (set(cls.model_fields) | filter_fields) - {"recall_b", "pointer_filter"},
         )
         pointer_filter = PointerFilter.from_llm(
             llm, prompt=prompt, registry=registry, **filter_kwargs
         )
-        return cls(recall_b=recall_b, pointer_filter=pointer_filter, **kwargs)
+        return cls(recall_b=recall_b, pointer_filter=pointer_filter, **fields)
 
     def is_routed(self, query: str) -> bool:
         """Whether ``filter_when="routed"`` sends ``query`` to the model."""

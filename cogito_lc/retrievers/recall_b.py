@@ -21,7 +21,12 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from cogito_lc._core.filters import equality_predicate, store_filter
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
-from cogito_lc._core.validation import check_positive_int, check_query, reject_unknown_kwargs
+from cogito_lc._core.validation import (
+    RejectUnknownFields,
+    check_positive_int,
+    check_query,
+    reject_unknown_kwargs,
+)
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
@@ -39,7 +44,7 @@ __all__ = ["RecallB"]
 logger = logging.getLogger(__name__)
 
 
-class RecallB(BaseRetriever):
+class RecallB(RejectUnknownFields, BaseRetriever):
     """Zero-LLM recall: decompose, search with every sub-query, fuse, re-rank by cosine.
 
     The name comes from the reference design, cogito-ergo, whose zero-LLM recall is
@@ -134,13 +139,6 @@ class RecallB(BaseRetriever):
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
     _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_fields(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            reject_unknown_kwargs(cls.__name__, data.keys(), cls.model_fields.keys())
-        return data
 
     @model_validator(mode="after")
     def _require_embeddings(self) -> RecallB:

@@ -44,7 +44,6 @@ BEING_CONVERTED = {
 BEING_CONVERTED_EXAMPLES = {  # fragments, or a call to a real chat model
     "cogito_lc.document_compressors.pointer_filter:FilterResult:1",
     "cogito_lc.document_compressors.pointer_filter:PointerFilter:1",
-    "cogito_lc.document_compressors.pointer_filter:PointerFilterBuilder:1",
 }
 
 # Every public class of the extraction modules documents itself with an example.
@@ -52,7 +51,8 @@ EXTRACTION_MODULES = [
     "cogito_lc._core.json_repair",
     "cogito_lc.prompts._files",
     "cogito_lc._core.structured_output",
-    "cogito_lc.extraction._tracing",
+    "cogito_lc._core.model_call",
+    "cogito_lc.prompts.builders",
     "cogito_lc._core.transport",
     "cogito_lc.extraction.fact_extractor",
     "cogito_lc.extraction.llm_extractor",

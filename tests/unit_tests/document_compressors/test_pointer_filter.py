@@ -39,7 +39,7 @@ from cogito_lc.document_compressors.pointer_filter import (
     PointerOutputParser,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
-from tests.unit_tests.fake_chat import Gate, Recorder, ScriptedChatModel, StatusError
+from tests.unit_tests.fakes import Gate, Recorder, ScriptedChatModel, StatusError
 
 QUERY = "how long do auth tokens last?"
 TEXTS = [

@@ -4,18 +4,14 @@ import asyncio
 import json
 import logging
 from typing import Any
-from uuid import UUID
 
 import httpx
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import OutputParserException
-from langchain_core.language_models import BaseChatModel, FakeListChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_openai import ChatOpenAI
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from cogito_lc.extraction.fact_extractor import (
     Fact,
@@ -29,6 +25,12 @@ from cogito_lc.extraction.fact_extractor import (
 from cogito_lc.extraction.llm_extractor import ExtractionMethod
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from cogito_lc.prompts import registry as prompts
+from tests.unit_tests.fakes import (
+    AsyncOnlyChatModel,
+    Recorder,
+    ScriptedChatModel,
+    offline_chat_openai,
+)
 
 # The default prompt as the specification gives it, except that the reply is the object
 # the structured-output schema describes ({"items": [...]}) rather than a bare array.
@@ -77,36 +79,6 @@ DECISION_TEXT = (
     "separate deployments and inter-service networking that the team cannot operate at "
     "current headcount."
 )
-
-
-class RecordingChatModel(BaseChatModel):
-    """Returns ``reply`` (or raises it) and records every prompt and keyword it receives."""
-
-    reply: Any
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
-        self.calls.append({"messages": messages, "kwargs": kwargs})
-        if isinstance(self.reply, BaseException):
-            raise self.reply
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        kwargs.pop("run_manager", None)
-        return self._respond(messages, kwargs)
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
-        kwargs.pop("run_manager", None)
-        return self._respond(messages, kwargs)
-
-    def prompt(self, call: int = 0) -> str:
-        return "\n".join(str(message.content) for message in self.calls[call]["messages"])
 
 
 def facts_json(*facts: tuple[str, str, float]) -> str:
@@ -173,7 +145,7 @@ def test_extracts_a_rule_from_an_architectural_decision() -> None:
         ("The API service is a monolith; do not split it into microservices.", "rule", 0.9),
         ("Microservices need separate deployments the team cannot operate.", "context", 0.6),
     )
-    llm = RecordingChatModel(reply=reply)
+    llm = ScriptedChatModel(replies=[reply])
 
     facts = FactExtractor.from_llm(llm).invoke(DECISION_TEXT)
 
@@ -185,7 +157,7 @@ def test_extracts_a_rule_from_an_architectural_decision() -> None:
 
 
 def test_empty_array_returns_no_facts() -> None:
-    result = FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke_with_result(
+    result = FactExtractor.from_llm(ScriptedChatModel(replies=["[]"])).invoke_with_result(
         DECISION_TEXT
     )
 
@@ -201,7 +173,7 @@ def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFi
         '"kind": "rule", "importance": 0.5}]'
     )
     assert len(raw) > 200
-    extractor = FactExtractor.from_llm(RecordingChatModel(reply=raw))
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[raw]))
 
     with caplog.at_level(logging.WARNING):
         result = extractor.invoke_with_result(DECISION_TEXT)
@@ -219,7 +191,7 @@ def test_malformed_json_returns_empty_with_a_warning(caplog: pytest.LogCaptureFi
 
 def test_at_most_max_facts_are_returned() -> None:
     reply = facts_json(*[(f"Fact number {i}.", "observation", 0.5) for i in range(10)])
-    llm = RecordingChatModel(reply=reply)
+    llm = ScriptedChatModel(replies=[reply])
 
     facts = FactExtractor.from_llm(llm).invoke(FactExtractionInput(text="t", max_facts=3))
 
@@ -233,7 +205,7 @@ def test_at_most_max_facts_are_returned() -> None:
 
 def test_max_facts_reaches_the_schema_in_structured_mode() -> None:
     reply = json.dumps({"items": json.loads(facts_json(("a", "rule", 1), ("b", "rule", 1)))})
-    llm = RecordingChatModel(reply=reply)
+    llm = ScriptedChatModel(replies=[reply])
     extractor = FactExtractor.from_llm(llm, structured_output="json_object")
 
     result = extractor.invoke_with_result({"text": "t", "max_facts": 1})
@@ -249,7 +221,7 @@ def test_max_facts_reaches_the_schema_in_structured_mode() -> None:
 
 @pytest.mark.parametrize("max_facts", [0, -3])
 def test_max_facts_below_one_is_a_value_error(max_facts: int) -> None:
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
     extractor = FactExtractor.from_llm(llm)
     request = FactExtractionInput(text="t")
 
@@ -263,8 +235,8 @@ def test_max_facts_below_one_is_a_value_error(max_facts: int) -> None:
 
 
 def test_prompt_sent_to_the_model_is_the_specified_prompt() -> None:
-    with_hints = RecordingChatModel(reply="[]")
-    without_hints = RecordingChatModel(reply="[]")
+    with_hints = ScriptedChatModel(replies=["[]"])
+    without_hints = ScriptedChatModel(replies=["[]"])
 
     FactExtractor.from_llm(with_hints).invoke(
         FactExtractionInput(text=DECISION_TEXT, context_hints=["project: stev API", "goal: v2"])
@@ -285,7 +257,7 @@ def test_multi_line_hints_stay_on_one_bullet() -> None:
 
 
 def test_context_hints_appear_in_the_prompt_sent_to_the_model() -> None:
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
     hints = ["project: stev API", "goal: billing v2", "team: platform"]
 
     FactExtractor.from_llm(llm).invoke(FactExtractionInput(text=DECISION_TEXT, context_hints=hints))
@@ -298,7 +270,7 @@ def test_context_hints_appear_in_the_prompt_sent_to_the_model() -> None:
 
 
 def test_context_section_disappears_without_hints() -> None:
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
 
     FactExtractor.from_llm(llm).invoke(DECISION_TEXT)
 
@@ -309,10 +281,10 @@ def test_context_section_disappears_without_hints() -> None:
 
 
 def test_builder_prompt_override_reaches_the_model() -> None:
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
     extractor = (
         FactExtractor.builder(llm)
-        .prompt_template("Billing facts only (max {max_facts}):\n{context_section}{text}")
+        .prompt("Billing facts only (max {max_facts}):\n{context_section}{text}")
         .build()
     )
 
@@ -322,7 +294,7 @@ def test_builder_prompt_override_reaches_the_model() -> None:
 
 
 def test_from_llm_prompt_override_may_use_only_text() -> None:
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
     template = ChatPromptTemplate.from_messages(
         [("system", "You distil billing facts."), ("human", "{text}")]
     )
@@ -337,26 +309,26 @@ def test_from_llm_prompt_override_may_use_only_text() -> None:
 
 
 def test_override_without_text_fails_at_build() -> None:
-    builder = FactExtractor.builder(RecordingChatModel(reply="[]"))
+    builder = FactExtractor.builder(ScriptedChatModel(replies=["[]"]))
 
     with pytest.raises(PromptVariablesError, match=r"missing \['text'\], unexpected \['body'\]"):
-        builder.prompt_template("Facts in {body}").build()
+        builder.prompt("Facts in {body}").build()
 
 
 def test_prompt_precedence_builder_over_registry_over_builtin() -> None:
     registry = PromptRegistry()
-    builtin_llm = RecordingChatModel(reply="[]")
+    builtin_llm = ScriptedChatModel(replies=["[]"])
     FactExtractor.builder(builtin_llm).registry(registry).build().invoke("t1")
 
     registry.register("fact_extraction", "Registered: {text}", replace=True)
-    registered_llm = RecordingChatModel(reply="[]")
+    registered_llm = ScriptedChatModel(replies=["[]"])
     FactExtractor.builder(registered_llm).registry(registry).build().invoke("t2")
 
-    explicit_llm = RecordingChatModel(reply="[]")
+    explicit_llm = ScriptedChatModel(replies=["[]"])
     (
         FactExtractor.builder(explicit_llm)
         .registry(registry)
-        .prompt_template("Explicit: {text}")
+        .prompt("Explicit: {text}")
         .build()
         .invoke("t3")
     )
@@ -370,7 +342,7 @@ def test_default_registry_override_is_used(monkeypatch: pytest.MonkeyPatch) -> N
     registry = PromptRegistry()
     registry.register("fact_extraction", "Default registry: {text}", replace=True)
     monkeypatch.setattr(prompts, "_default", registry)
-    llm = RecordingChatModel(reply="[]")
+    llm = ScriptedChatModel(replies=["[]"])
 
     FactExtractor.from_llm(llm).invoke("t")
     FactExtractor.from_llm(llm, prompt="Mine: {text}").invoke("t")
@@ -391,7 +363,7 @@ def test_unknown_kinds_and_missing_content_are_dropped(caplog: pytest.LogCapture
     )
 
     with caplog.at_level(logging.INFO, logger="cogito_lc.extraction.llm_extractor"):
-        result = FactExtractor.from_llm(RecordingChatModel(reply=reply)).invoke_with_result("t")
+        result = FactExtractor.from_llm(ScriptedChatModel(replies=[reply])).invoke_with_result("t")
 
     assert [(f.content, f.kind, f.importance) for f in result.value] == [
         ("Deploys happen on Tuesdays.", FactKind.RULE, 0.8),
@@ -413,7 +385,7 @@ def test_dropped_entries_do_not_count_towards_max_facts() -> None:
             {"content": "d", "kind": "context"},
         ]
     )
-    extractor = FactExtractor.from_llm(RecordingChatModel(reply=reply))
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[reply]))
 
     facts = extractor.invoke(FactExtractionInput(text="t", max_facts=2))
 
@@ -433,7 +405,7 @@ def test_dropped_entries_do_not_count_towards_max_facts() -> None:
 def test_fences_think_blocks_and_prose_around_the_json(wrap: Any) -> None:
     body = facts_json(("The API is a monolith.", "decision", 0.7))
 
-    facts = FactExtractor.from_llm(RecordingChatModel(reply=wrap(body))).invoke("t")
+    facts = FactExtractor.from_llm(ScriptedChatModel(replies=[wrap(body)])).invoke("t")
 
     assert facts == [Fact(content="The API is a monolith.", kind="decision", importance=0.7)]
 
@@ -441,7 +413,7 @@ def test_fences_think_blocks_and_prose_around_the_json(wrap: Any) -> None:
 def test_transport_error_without_raise_on_error_returns_empty(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    llm = RecordingChatModel(reply=ConnectionRefusedError("[Errno 111] Connection refused"))
+    llm = ScriptedChatModel(replies=[ConnectionRefusedError("[Errno 111] Connection refused")])
 
     with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = FactExtractor.from_llm(llm).invoke_with_result(DECISION_TEXT)
@@ -452,7 +424,7 @@ def test_transport_error_without_raise_on_error_returns_empty(
 
 
 def test_transport_error_with_raise_on_error_raises() -> None:
-    llm = RecordingChatModel(reply=TimeoutError("read timed out"))
+    llm = ScriptedChatModel(replies=[TimeoutError("read timed out")])
     extractor = FactExtractor.builder(llm).raise_on_error().build()
 
     with pytest.raises(TimeoutError, match="read timed out"):
@@ -461,7 +433,7 @@ def test_transport_error_with_raise_on_error_raises() -> None:
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
 def test_blank_text_returns_empty_without_calling_the_model(text: str) -> None:
-    llm = RecordingChatModel(reply=facts_json(("x", "rule", 1.0)))
+    llm = ScriptedChatModel(replies=[facts_json(("x", "rule", 1.0))])
 
     result = FactExtractor.from_llm(llm).invoke_with_result(text)
 
@@ -481,12 +453,12 @@ def test_plain_string_and_model_input_are_equivalent() -> None:
 
 def test_rejects_unsupported_input_type() -> None:
     with pytest.raises(TypeError, match="FactExtractionInput"):
-        FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke(3)  # type: ignore[arg-type]
+        FactExtractor.from_llm(ScriptedChatModel(replies=["[]"])).invoke(3)  # type: ignore[arg-type]
 
 
 async def test_async_invoke_and_batch() -> None:
     reply = facts_json(("Use Postgres 16.", "decision", 0.5))
-    llm = RecordingChatModel(reply=reply)
+    llm = ScriptedChatModel(replies=[reply])
     extractor = FactExtractor.from_llm(llm)
 
     single = await extractor.ainvoke(FactExtractionInput(text="db notes", context_hints=["h"]))
@@ -498,29 +470,6 @@ async def test_async_invoke_and_batch() -> None:
     assert skipped.method is ExtractionMethod.SKIPPED
     assert len(llm.calls) == 3
     assert "Context:\n- h\n\n" in llm.prompt(0)
-
-
-class AsyncOnlyChatModel(BaseChatModel):
-    """Replies only through the async API; the sync one fails the test."""
-
-    reply: str
-    in_flight: int = 0
-    most_in_flight: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "async-only"
-
-    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        msg = "the async path must await the model, not call it synchronously"
-        raise AssertionError(msg)
-
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        await asyncio.sleep(0.05)
-        self.in_flight -= 1
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
 
 
 async def test_async_path_awaits_the_model_without_blocking_the_loop() -> None:
@@ -535,52 +484,10 @@ async def test_async_path_awaits_the_model_without_blocking_the_loop() -> None:
     assert llm.most_in_flight == 4
 
 
-class RunRecorder(BaseCallbackHandler):
-    """Records each run's name and parent run id, and every custom event."""
-
-    def __init__(self) -> None:
-        self.runs: dict[UUID, tuple[str, UUID | None]] = {}
-        self.events: list[tuple[str, dict[str, Any], UUID]] = []
-
-    def on_chain_start(
-        self,
-        serialized: Any,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.runs[run_id] = (kwargs["name"], parent_run_id)
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.runs[run_id] = ("chat_model", parent_run_id)
-
-    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.events.append((name, data, run_id))
-
-    def lineage(self, name: str) -> list[str]:
-        """Names from the run called ``name`` up to the root."""
-        run_id: UUID | None = next(run for run, (n, _) in self.runs.items() if n == name)
-        names = []
-        while run_id is not None:
-            run_name, run_id = self.runs[run_id]
-            names.append(run_name)
-        return names
-
-
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 async def test_model_call_is_nested_under_the_extractor_run(use_async: bool) -> None:
-    recorder = RunRecorder()
-    extractor = FactExtractor.from_llm(RecordingChatModel(reply=facts_json(("a", "rule", 1.0))))
+    recorder = Recorder()
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[facts_json(("a", "rule", 1.0))]))
     config: Any = {"callbacks": [recorder]}
 
     if use_async:
@@ -596,11 +503,13 @@ async def test_model_call_is_nested_under_the_extractor_run(use_async: bool) -> 
 
 
 def test_skipped_run_is_traced_and_reported() -> None:
-    recorder = RunRecorder()
+    recorder = Recorder()
 
-    FactExtractor.from_llm(RecordingChatModel(reply="[]")).invoke("  ", {"callbacks": [recorder]})
+    FactExtractor.from_llm(ScriptedChatModel(replies=["[]"])).invoke(
+        "  ", {"callbacks": [recorder]}
+    )
 
-    assert [name for name, _ in recorder.runs.values()] == ["FactExtractor"]
+    assert recorder.names() == ["FactExtractor"]
     assert [(data["name"], data["method"]) for _, data, _ in recorder.events] == [
         ("FactExtractor", "skipped")
     ]
@@ -617,7 +526,7 @@ def test_sync_batch_keeps_input_order() -> None:
 
 
 def test_model_sets_the_model_name_on_the_chat_model() -> None:
-    llm = ChatOpenAI(model="base", api_key="k", base_url="http://127.0.0.1:9/v1")
+    llm = offline_chat_openai(model="base")
 
     extractor = FactExtractor.builder(llm).model("qwen2.5:3b").build()
 
@@ -647,16 +556,10 @@ def test_builder_prompt_template_and_model_reach_the_server() -> None:
         }
         return httpx.Response(200, json=completion)
 
-    llm = ChatOpenAI(
-        model="base",
-        api_key="k",
-        base_url="http://llm.invalid/v1",
-        max_retries=0,
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
+    llm = offline_chat_openai(handler, model="base", base_url="http://llm.invalid/v1")
     extractor = (
         FactExtractor.builder(llm)
-        .prompt_template("Billing facts (max {max_facts}) in: {text}")
+        .prompt("Billing facts (max {max_facts}) in: {text}")
         .model("billing-model")
         .build()
     )
@@ -675,11 +578,11 @@ def test_builder_prompt_template_and_model_reach_the_server() -> None:
 
 def test_model_on_a_chat_model_without_model_field_is_an_error() -> None:
     with pytest.raises(ValueError, match="no 'model' or 'model_name' field"):
-        FactExtractor.builder(RecordingChatModel(reply="[]")).model("x").build()
+        FactExtractor.builder(ScriptedChatModel(replies=["[]"])).model("x").build()
 
 
 def test_builder_type_and_prompt_property() -> None:
-    builder = FactExtractor.builder(RecordingChatModel(reply="[]"))
+    builder = FactExtractor.builder(ScriptedChatModel(replies=["[]"]))
 
     assert isinstance(builder, FactExtractorBuilder)
     extractor = builder.structured_output("none").build()
@@ -722,7 +625,7 @@ def test_an_explicit_empty_answer_is_not_a_parse_error(reply: str) -> None:
 async def test_any_model_failure_returns_empty_with_a_warning(
     error: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
-    extractor = FactExtractor.from_llm(RecordingChatModel(reply=error))
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[error]))
 
     with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
         result = extractor.invoke_with_result(DECISION_TEXT)
@@ -739,7 +642,7 @@ async def test_any_model_failure_returns_empty_with_a_warning(
 
 @pytest.mark.parametrize("error", [RuntimeError("CUDA out of memory"), ValueError("bad")])
 def test_any_model_failure_raises_with_raise_on_error(error: Exception) -> None:
-    extractor = FactExtractor.from_llm(RecordingChatModel(reply=error), raise_on_error=True)
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[error]), raise_on_error=True)
 
     with pytest.raises(type(error)) as excinfo:
         extractor.invoke(DECISION_TEXT)
@@ -777,3 +680,13 @@ def test_fact_list_output_parser_accepts_a_bare_array_and_caps_the_count() -> No
 def test_fact_list_output_parser_raises_output_parser_exception(reply: str) -> None:
     with pytest.raises(OutputParserException):
         FactListOutputParser().parse(reply)
+
+
+def test_prompt_template_is_a_deprecated_alias_of_prompt() -> None:
+    llm = ScriptedChatModel(replies=["[]"])
+
+    with pytest.warns(DeprecationWarning, match=r"prompt_template\(\) is deprecated"):
+        builder = FactExtractor.builder(llm).prompt_template("Old verb: {text}")
+    builder.build().invoke("t")
+
+    assert llm.prompt() == "Old verb: t"

@@ -3,22 +3,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from typing import Any
-from uuid import UUID
 
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 from cogito_lc._core.json_repair import (
     JsonExtractionError,
@@ -43,6 +40,14 @@ from cogito_lc.extraction.llm_extractor import (
     with_model_name,
 )
 from cogito_lc.prompts import PromptRegistry
+from tests.unit_tests.fakes import (
+    BarrierChatModel,
+    GateChatModel,
+    Recorder,
+    ScriptedChatModel,
+    StatusError,
+    offline_chat_openai,
+)
 
 
 class Person(BaseModel):
@@ -53,48 +58,6 @@ class Person(BaseModel):
 class Team(BaseModel):
     lead: Person
     members: list[Person]
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Replies with the scripted strings in turn (the last one repeats) or raises them."""
-
-    replies: list[Any]
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
-        self.calls.append({"messages": messages, "kwargs": kwargs})
-        reply = self.replies[min(len(self.calls), len(self.replies)) - 1]
-        if isinstance(reply, BaseException):
-            raise reply
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._respond(messages, kwargs)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._respond(messages, kwargs)
-
-
-class StatusError(Exception):
-    def __init__(self, status_code: int) -> None:
-        super().__init__(f"HTTP {status_code}")
-        self.status_code = status_code
 
 
 def people_extractor(llm: BaseChatModel, **kwargs: Any) -> LlmExtractor[Person]:
@@ -472,45 +435,6 @@ def test_reply_text_of_messages_and_strings() -> None:
     assert reply_text("[2]") == "[2]"
 
 
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.chains: dict[UUID, tuple[str | None, UUID | None]] = {}
-        self.chat_model_parents: list[UUID | None] = []
-        self.events: list[tuple[str, Any, UUID]] = []
-        self.chain_outputs: dict[UUID, Any] = {}
-
-    def on_chain_start(
-        self,
-        serialized: Any,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.chains[run_id] = (kwargs.get("name"), parent_run_id)
-
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.chain_outputs[run_id] = outputs
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.chat_model_parents.append(parent_run_id)
-
-    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.events.append((name, data, run_id))
-
-    def run_named(self, name: str) -> UUID:
-        return next(run for run, (run_name, _) in self.chains.items() if run_name == name)
-
-
 def test_model_call_nests_under_the_extractor_run_and_event_reports_method() -> None:
     recorder = Recorder()
     extractor = people_extractor(ScriptedChatModel(replies=[json.dumps(PEOPLE)]))
@@ -569,35 +493,6 @@ async def test_async_transport_error_with_and_without_raise() -> None:
         await loud.ainvoke("x")
 
 
-class GateChatModel(BaseChatModel):
-    """Async-only model whose calls finish only once ``expected`` calls are in flight."""
-
-    expected: int
-    _arrived: int = PrivateAttr(default=0)
-    _gate: asyncio.Event | None = PrivateAttr(default=None)
-
-    @property
-    def _llm_type(self) -> str:
-        return "gate"
-
-    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        msg = "the async path must await the model, not call it synchronously"
-        raise AssertionError(msg)
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
-        if self._gate is None:
-            self._gate = asyncio.Event()
-        self._arrived += 1
-        if self._arrived == self.expected:
-            self._gate.set()
-        await self._gate.wait()
-        name = str(messages[-1].content).rsplit(" ", 1)[-1]
-        reply = json.dumps([{"name": name, "age": 1}])
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
-
-
 async def test_concurrent_async_calls_are_in_flight_together() -> None:
     extractor = people_extractor(GateChatModel(expected=3))
 
@@ -606,27 +501,6 @@ async def test_concurrent_async_calls_are_in_flight_together() -> None:
     )
 
     assert [[person.name for person in people] for people in results] == [["Ada"], ["Bo"], ["Cy"]]
-
-
-class BarrierChatModel(BaseChatModel):
-    """Sync model whose calls finish only once ``parties`` threads are inside it."""
-
-    parties: int
-    _barrier: threading.Barrier | None = PrivateAttr(default=None)
-
-    def model_post_init(self, context: Any) -> None:
-        self._barrier = threading.Barrier(self.parties, timeout=60)
-
-    @property
-    def _llm_type(self) -> str:
-        return "barrier"
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        assert self._barrier is not None
-        self._barrier.wait()
-        name = str(messages[-1].content).rsplit(" ", 1)[-1]
-        reply = json.dumps([{"name": name, "age": 2}])
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
 def test_batch_runs_model_calls_concurrently_in_order() -> None:
@@ -685,7 +559,7 @@ def test_builder_prompt_name_uses_the_registry() -> None:
 
 
 def test_auto_mode_detection() -> None:
-    openai = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    openai = offline_chat_openai(model="m")
     ollama = ChatOllama(model="m")
 
     assert detect_structured_output_mode(openai) == "langchain"
@@ -700,7 +574,7 @@ def test_auto_mode_detection() -> None:
 
 
 def test_with_model_name_on_real_chat_models() -> None:
-    openai = ChatOpenAI(model="a", api_key="k", base_url="http://127.0.0.1:9/v1")
+    openai = offline_chat_openai(model="a")
     ollama = ChatOllama(model="a")
 
     renamed_openai = with_model_name(openai, "b")
@@ -737,13 +611,7 @@ def _completion(content: str) -> dict[str, Any]:
 
 
 def _openai(handler: Any) -> ChatOpenAI:
-    return ChatOpenAI(
-        model="m",
-        api_key="k",
-        base_url="http://llm.invalid/v1",
-        max_retries=0,
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
+    return offline_chat_openai(handler, base_url="http://llm.invalid/v1")
 
 
 @pytest.mark.parametrize("mode", ["json_schema", "json_object"])

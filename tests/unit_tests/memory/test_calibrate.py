@@ -11,6 +11,7 @@ from cogito_lc import MemoryStore
 from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
 from cogito_lc.retrievers.recall_b import RecallB
 from tests.unit_tests.conftest import HashEmbeddings
+from tests.unit_tests.fakes import json_reply
 
 CORPUS = [
     "Search p95 latency budget is 250 ms.",
@@ -27,12 +28,8 @@ def memory(embeddings: HashEmbeddings, tmp_path: Path) -> MemoryStore:
     return memory
 
 
-def reply(mapping: dict) -> FakeListChatModel:
-    return FakeListChatModel(responses=[json.dumps(mapping)])
-
-
 def test_invented_terms_are_dropped(memory: MemoryStore) -> None:
-    llm = reply({"How Fast": ["latency", "throughput", "warp factor"], "login": ["oauth"]})
+    llm = json_reply({"How Fast": ["latency", "throughput", "warp factor"], "login": ["oauth"]})
     result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
     assert result.method == "calibrated"
     assert result.vocab_map == {"how fast": ["latency", "throughput"]}
@@ -43,7 +40,7 @@ def test_invented_terms_are_dropped(memory: MemoryStore) -> None:
 def test_saved_and_picked_up_by_new_retrievers(
     memory: MemoryStore, embeddings: HashEmbeddings
 ) -> None:
-    result = VocabCalibrator.from_llm(reply({"how fast": ["latency"]})).calibrate(memory)
+    result = VocabCalibrator.from_llm(json_reply({"how fast": ["latency"]})).calibrate(memory)
     assert result.path is not None
     assert json.loads(Path(result.path).read_text()) == {"how fast": ["latency"]}
     retriever = memory.as_retriever()

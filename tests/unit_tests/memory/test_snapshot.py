@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from cogito_lc import MemoryStore
 from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot, render
 from tests.unit_tests.conftest import HashEmbeddings
+from tests.unit_tests.fakes import json_reply
 
 MEMORIES = [
     "Auth tokens expire after 3600 seconds.",
@@ -29,18 +29,16 @@ def memory(embeddings: HashEmbeddings, tmp_path: Path) -> MemoryStore:
     return memory
 
 
-def pointer_reply(topics: list[dict]) -> FakeListChatModel:
-    return FakeListChatModel(responses=[json.dumps({"topics": topics})])
-
-
 def test_pointer_mode_renders_stored_text_under_model_headings(memory: MemoryStore) -> None:
     listed = memory.list()
     auth = [i + 1 for i, d in enumerate(listed) if "token" in d.page_content.lower()]
-    llm = pointer_reply(
-        [
-            {"heading": "Auth", "items": [*auth, 99, -1, auth[0]]},
-            {"heading": "## Billing\nInjected", "items": [0, 3]},
-        ]
+    llm = json_reply(
+        {
+            "topics": [
+                {"heading": "Auth", "items": [*auth, 99, -1, auth[0]]},
+                {"heading": "## Billing\nInjected", "items": [0, 3]},
+            ]
+        }
     )
     snapshot = SnapshotBuilder.from_llm(llm).build(memory)
     assert snapshot.method == "pointer"

@@ -21,7 +21,7 @@ from cogito_lc._core.timestamps import parse_since, parse_timestamp
 from cogito_lc.document_compressors.pointer_filter import FILTER_EVENT, PointerFilter
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
-from tests.unit_tests.fake_chat import Recorder, ScriptedChatModel
+from tests.unit_tests.fakes import Recorder, ScriptedChatModel
 
 CREATED = {
     "m-auth": "2026-01-10T09:00:00+00:00",
