@@ -30,8 +30,11 @@ def check_similarity_floor(value: float, *, name: str) -> float:
     cosine equivalent, so the error says what to write instead.
 
     Example:
-        >>> check_similarity_floor(0.3, name="threshold")
-        0.3
+        ```python
+        from cogito_lc._core.validation import check_similarity_floor
+
+        assert check_similarity_floor(0.3, name="threshold") == 0.3
+        ```
     """
     if not -1.0 <= value <= 1.0:
         msg = (
@@ -48,8 +51,11 @@ def echo(value: Any, *, limit: int = ECHO_MAX_CHARS) -> str:
     """``repr(value)`` for an error message, cut to ``limit`` characters.
 
     Example:
-        >>> echo("x" * 100, limit=10)
-        "'xxxxxxxx…"
+        ```python
+        from cogito_lc._core.validation import echo
+
+        assert echo("x" * 100, limit=10) == "'xxxxxxxx…"
+        ```
     """
     shown = repr(value)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
@@ -62,8 +68,11 @@ def check_unicode(value: str, *, name: str) -> str:
     UTF-8, so no store, tokenizer or model can take it.
 
     Example:
-        >>> check_unicode("café", name="text")
-        'café'
+        ```python
+        from cogito_lc._core.validation import check_unicode
+
+        assert check_unicode("café", name="text") == "café"
+        ```
     """
     try:
         value.encode("utf-8")

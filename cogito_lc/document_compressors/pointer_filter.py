@@ -165,9 +165,14 @@ class FilterResult:
 
     Example:
         ```python
-        result = pointer_filter.invoke_with_result({"query": q, "documents": docs})
-        if result.method.is_fallback:
-            print(result.method.value, result.error)
+        from langchain_core.documents import Document
+
+        from cogito_lc import FilterMethod, PointerFilter
+
+        docs = [Document("Auth tokens expire after 3600 seconds.", id="auth")]
+        result = PointerFilter().invoke_with_result({"query": "token lifetime?", "documents": docs})
+        assert result.method is FilterMethod.FALLBACK_NO_LLM and result.method.is_fallback
+        assert result.documents[0] is docs[0]
         ```
     """
 
@@ -259,17 +264,19 @@ class PointerFilter(
     Example:
         ```python
         from langchain_core.documents import Document
-        from langchain_ollama import ChatOllama
-        from cogito_lc.document_compressors.pointer_filter import PointerFilter
+        from langchain_core.language_models import FakeListChatModel
+
+        from cogito_lc import PointerFilter
 
         docs = [
             Document("We chose PostgreSQL for billing.", id="db"),
             Document("Auth tokens expire after 3600 seconds.", id="auth"),
         ]
-        pointer_filter = PointerFilter.from_llm(ChatOllama(model="qwen2.5:3b"), top_n=3)
+        llm = FakeListChatModel(responses=['{"ids": [2]}'])  # or ChatOllama(model="qwen2.5:3b")
+        pointer_filter = PointerFilter.from_llm(llm, top_n=3)
         kept = pointer_filter.invoke({"query": "how long do auth tokens last?", "documents": docs})
-        kept[0] is docs[1]  # True: the stored document itself
-        kept[0].metadata["cogito"]["filter_method"]  # 'filter'
+        assert kept[0] is docs[1]  # the stored document itself
+        assert kept[0].metadata["cogito"]["filter_method"] == "filter"
         ```
     """
 

@@ -114,18 +114,19 @@ class MemoryStore:
     filters by metadata (Chroma); the rest works with any vector store.
 
     Example:
-        .. code-block:: python
+        ```python
+        from langchain_chroma import Chroma
 
-            from langchain_chroma import Chroma
-            from cogito_lc import MemoryStore
-            from cogito_lc.embeddings import local_embeddings
+        from cogito_lc import MemoryStore, local_embeddings
 
-            memory = MemoryStore(
-                Chroma("memories", local_embeddings(), persist_directory="./memory"),
-                scope={"user_id": "alice"},
-            )
-            memory.store("Auth tokens expire after 3600 seconds.")
-            docs = memory.as_retriever().invoke("how long do auth tokens last?")
+        memory = MemoryStore(
+            Chroma("memories", local_embeddings(), persist_directory="./memory"),
+            scope={"user_id": "alice"},
+        )
+        memory.store("Auth tokens expire after 3600 seconds.")
+        docs = memory.as_retriever().invoke("how long do auth tokens last?")
+        assert docs[0].page_content == "Auth tokens expire after 3600 seconds."
+        ```
     """
 
     def __init__(

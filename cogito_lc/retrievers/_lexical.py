@@ -57,9 +57,14 @@ class Bm25Index:
     """An immutable BM25 index over a list of documents.
 
     Example:
-        >>> index = Bm25Index([Document(page_content="billing runs on port 8083", id="m1")])
-        >>> [d.id for d in index.search("which port does billing use", k=3)]
-        ['m1']
+        ```python
+        from langchain_core.documents import Document
+
+        from cogito_lc.retrievers import Bm25Index
+
+        index = Bm25Index([Document(page_content="billing runs on port 8083", id="m1")])
+        assert [d.id for d in index.search("which port does billing use", k=3)] == ["m1"]
+        ```
     """
 
     def __init__(self, documents: Sequence[Document]) -> None:

@@ -131,11 +131,21 @@ class MemoryService:
     """The operations behind the endpoints, confined to one scope per call.
 
     Example:
-        .. code-block:: python
+        ```python
+        import asyncio
 
-            service = MemoryService(memory, ServiceOptions())
-            view = service.view("alice")  # or None for the configured scope
-            doc = await service.write(service.store, view, "Auth tokens expire after 1 h.")
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import MemoryStore
+        from cogito_lc.service._service import MemoryService, ServiceOptions
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        service = MemoryService(memory, ServiceOptions())
+        view = service.view("alice")  # or None for the configured scope
+        doc = asyncio.run(service.store(view, "Auth tokens expire after 1 h."))
+        assert service.count(view) == 1 and doc.metadata["user_id"] == "alice"
+        ```
     """
 
     def __init__(self, memory: MemoryStore, options: ServiceOptions) -> None:

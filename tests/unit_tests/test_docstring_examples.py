@@ -35,16 +35,6 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 ASSIGNMENTS = (ast.Assign, ast.AnnAssign)
 
 # Files and examples being rewritten elsewhere; remove once they are fenced and offline.
-BEING_CONVERTED = {
-    "_core/validation.py",
-    "retrievers/_lexical.py",
-    "memory/memory_store.py",
-    "service/_service.py",
-}
-BEING_CONVERTED_EXAMPLES = {  # fragments, or a call to a real chat model
-    "cogito_lc.document_compressors.pointer_filter:FilterResult:1",
-    "cogito_lc.document_compressors.pointer_filter:PointerFilter:1",
-}
 
 # Every public class of the extraction modules documents itself with an example.
 EXTRACTION_MODULES = [
@@ -116,16 +106,8 @@ def _examples() -> list[Example]:
     return found
 
 
-def _converting(flag: bool) -> list[pytest.MarkDecorator]:
-    return [pytest.mark.xfail(strict=False, reason="examples being converted")] if flag else []
-
-
 def _params(examples: list[Example]) -> list[Any]:
-    converting = pytest.mark.skip(reason="examples being converted")
-    return [
-        pytest.param(e, id=e.id, marks=[converting] if e.id in BEING_CONVERTED_EXAMPLES else [])
-        for e in examples
-    ]
+    return [pytest.param(e, id=e.id) for e in examples]
 
 
 EXAMPLES = _examples()
@@ -180,7 +162,7 @@ def _source_files() -> list[Any]:
     params = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         name = path.relative_to(PACKAGE_DIR).as_posix()
-        params.append(pytest.param(path, id=name, marks=_converting(name in BEING_CONVERTED)))
+        params.append(pytest.param(path, id=name))
     return params
 
 
