@@ -7,12 +7,10 @@ numbers are bounds-checked and dereferenced to the very ``Document`` objects the
 filter was given: the model's output never becomes memory text, so what comes
 back is exactly what was stored.
 
-How a run went is its *method tag* (:class:`FilterMethod`): ``filter`` when the
-model's answer was used; ``fallback_no_llm``, ``fallback_unreachable``,
-``fallback_timeout``, ``fallback_parse_error`` or ``fallback_error`` when it could
-not be, in which case the candidates come back in their original (stage-1) order;
-``skipped_empty`` when there was nothing to filter. The tag is reported in three
-places:
+How a run went is its *method tag* (:class:`FilterMethod`; every tag of the
+package is listed under :data:`~cogito_lc.METADATA_KEY`): when the model's answer
+cannot be used, the candidates come back in their original (stage-1) order. The
+tag is reported in three places:
 
 - :class:`FilterResult`, returned by :meth:`PointerFilter.invoke_with_result`;
 - the custom event :data:`FILTER_EVENT`, dispatched inside every run and seen by

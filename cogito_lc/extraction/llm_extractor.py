@@ -6,17 +6,9 @@ constrained output it is used, so the model cannot emit invalid JSON; otherwise
 the reply is parsed tolerantly (code fences, ``<think>`` blocks, prose around the
 JSON, trailing commas, a single object where a list was asked, a list cut short).
 
-How each run went is reported as a ``method``:
-
-- ``structured``: the model was called with a JSON schema and its reply parsed.
-- ``text``: the model was called without a schema and its reply parsed.
-- ``parse_error``: the reply could not be parsed, or none of the items of a list
-  reply was valid; the empty value is returned.
-- ``error``: the model call failed (connection refused, timeout, HTTP errors, or any
-  other exception the model raised); the empty value is returned and a warning
-  logged unless ``raise_on_error=True``.
-- ``skipped``: no model call was needed (used by components built on the extractor).
-
+How each run went is reported as a method tag (:class:`ExtractionMethod`; every
+tag of the package is listed under :data:`~cogito_lc.METADATA_KEY`). A failed
+model call returns the empty value and logs a warning unless ``raise_on_error=True``.
 Callers read it from :meth:`LlmExtractor.invoke_with_result`, which returns an
 :class:`ExtractionResult`; tracing and dashboards receive it as the custom event
 ``cogito_lc.extraction`` (see :data:`EXTRACTION_EVENT`), dispatched inside every

@@ -1,6 +1,7 @@
 """Long-term memory over a vector store: ``MemoryStore`` and what it is made of.
 
-Scopes, seeding and loaders, snapshots, vocabulary calibration and store backends.
+Scopes, seeding and loaders, snapshots and vocabulary calibration (store internals
+are reached through :mod:`cogito_lc._core`'s store adapter).
 May import the retrievers, extraction, document compressors, prompts, embeddings and
 :mod:`cogito_lc._core`; knows nothing of the service, the benchmarks or the CLI.
 """

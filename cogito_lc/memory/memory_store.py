@@ -77,14 +77,13 @@ class AddResult:
 
     Attributes:
         memories: The stored documents (facts, or the verbatim text on fallback).
-        method: ``facts`` (facts extracted and stored), ``no_facts`` (the model
-            answered ``[]``: nothing stored), ``fallback_verbatim`` (extraction
-            failed, the text was stored as is) or ``fallback_no_llm`` (no
-            extractor configured, the text was stored as is).
+        method: How the write went (``facts``, ``no_facts``, ``fallback_verbatim``,
+            ``fallback_no_llm``; the tags are listed under
+            :data:`~cogito_lc.METADATA_KEY`): only an explicit empty answer stores
+            nothing.
         source_id: The id of the source text (the id it has, or would have, when
             stored verbatim); every fact carries it as ``source_id``.
-        extraction: The extractor's own method tag (``structured``, ``text``,
-            ``parse_error``, ``error``), when one ran.
+        extraction: The extractor's own method tag, when one ran.
     """
 
     memories: list[Document]
