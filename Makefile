@@ -33,7 +33,7 @@ help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
 	@echo "make test   - set up and run the whole test suite (unit + integration)"
 	@echo "make test-unit-oldest - the unit tier on Python 3.10 (.venv310, no torch)"
-	@echo "make lint   - ruff and mypy (strict)"
+	@echo "make lint   - ruff, mypy (strict) and the import-linter layer contracts"
 	@echo "make bench  - LoCoMo retrieval benchmark (LOCOMO=path)"
 
 setup: $(STAMP)
@@ -81,6 +81,7 @@ lint: setup
 	$(PY) -m ruff check cogito_lc tests benchmarks examples
 	$(PY) -m ruff format --check cogito_lc tests benchmarks examples
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 format: setup
 	$(PY) -m ruff format cogito_lc tests benchmarks examples

@@ -1,6 +1,6 @@
 """Memory service benchmark: throughput and latency of /store, /recall_b and /query over HTTP.
 
-Starts ``python -m cogito_lc.server`` on a free loopback port with an embedded
+Starts ``python -m cogito_lc.service.server`` on a free loopback port with an embedded
 Chroma store in a temporary directory and the offline MiniLM model (no LLM), then:
 
 1. loads ``--memories`` memories (default 10,000) through ``POST /store``, one

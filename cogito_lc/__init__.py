@@ -4,30 +4,9 @@ from __future__ import annotations
 
 from importlib import metadata as _importlib_metadata
 
-from cogito_lc.calibrate import CalibrationResult, VocabCalibrator
-from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.decompose import Decomposition, decompose_query
-from cogito_lc.fact_extractor import (
-    Fact,
-    FactExtractionInput,
-    FactExtractor,
-    FactExtractorBuilder,
-    FactKind,
-    FactListOutputParser,
-)
-from cogito_lc.fusion import document_key, reciprocal_rank_fusion
-from cogito_lc.lexical import Bm25Index
-from cogito_lc.llm_extractor import (
-    EXTRACTION_EVENT,
-    ExtractionMethod,
-    ExtractionResult,
-    LlmExtractor,
-    LlmExtractorBuilder,
-    StructuredOutputMode,
-)
-from cogito_lc.memory_store import AddResult, MemoryNotFoundError, MemoryStore
-from cogito_lc.metadata import METADATA_KEY
-from cogito_lc.pointer_filter import (
+from cogito_lc import _deprecated  # old module paths keep working
+from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc.document_compressors.pointer_filter import (
     FILTER_EVENT,
     FilterMethod,
     FilterResult,
@@ -35,12 +14,37 @@ from cogito_lc.pointer_filter import (
     PointerFilterBuilder,
     PointerOutputParser,
 )
-from cogito_lc.prompts import PromptRegistry, PromptVariablesError
-from cogito_lc.recall_b import RecallB
-from cogito_lc.scope import Scope
-from cogito_lc.seed import SeedSummary
-from cogito_lc.snapshot import Snapshot, SnapshotBuilder, load_snapshot
-from cogito_lc.vector_cache import VectorCache
+from cogito_lc.embeddings.local import local_embeddings
+from cogito_lc.extraction.fact_extractor import (
+    Fact,
+    FactExtractionInput,
+    FactExtractor,
+    FactExtractorBuilder,
+    FactKind,
+    FactListOutputParser,
+)
+from cogito_lc.extraction.llm_extractor import (
+    EXTRACTION_EVENT,
+    ExtractionMethod,
+    ExtractionResult,
+    LlmExtractor,
+    LlmExtractorBuilder,
+    StructuredOutputMode,
+)
+from cogito_lc.memory.calibrate import CalibrationResult, VocabCalibrator
+from cogito_lc.memory.loaders import markdown_memories
+from cogito_lc.memory.memory_store import (
+    AddResult,
+    MemoryConflictError,
+    MemoryNotFoundError,
+    MemoryStore,
+)
+from cogito_lc.memory.scope import Scope
+from cogito_lc.memory.seed import SeedSummary
+from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
+from cogito_lc.prompts.registry import PromptRegistry, PromptVariablesError
+from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.retrievers.recall_b import RecallB
 
 try:
     __version__ = _importlib_metadata.version("cogito-lc")
@@ -53,10 +57,8 @@ __all__ = [
     "METADATA_KEY",
     "RETRIEVAL_EVENT",
     "AddResult",
-    "Bm25Index",
     "CalibrationResult",
     "CogitoRetriever",
-    "Decomposition",
     "ExtractionMethod",
     "ExtractionResult",
     "Fact",
@@ -69,6 +71,7 @@ __all__ = [
     "FilterResult",
     "LlmExtractor",
     "LlmExtractorBuilder",
+    "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",
     "PointerFilter",
@@ -82,11 +85,14 @@ __all__ = [
     "Snapshot",
     "SnapshotBuilder",
     "StructuredOutputMode",
-    "VectorCache",
     "VocabCalibrator",
     "__version__",
-    "decompose_query",
-    "document_key",
     "load_snapshot",
-    "reciprocal_rank_fusion",
+    "local_embeddings",
+    "markdown_memories",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Names that left the top level, and old submodules as attributes, with a warning."""
+    return _deprecated.package_attribute(name)

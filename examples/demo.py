@@ -28,11 +28,9 @@ from langchain_core.documents import Document
 from rich.console import Console
 from rich.table import Table
 
-from cogito_lc import METADATA_KEY, FactExtractor, MemoryStore
-from cogito_lc.cogito_retriever import CogitoRetriever
-from cogito_lc.discovery import NEEDS, find_chat_model
+from cogito_lc import METADATA_KEY, CogitoRetriever, FactExtractor, MemoryStore, SnapshotBuilder
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
-from cogito_lc.snapshot import SnapshotBuilder
+from cogito_lc.service.discovery import NEEDS, find_chat_model
 
 DATA = Path(__file__).resolve().parent / "data"
 console = Console(width=120)
@@ -67,7 +65,7 @@ def serve_and_ask(store_dir: Path, question: str) -> dict[str, Any]:
         "HF_HUB_OFFLINE": "1",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "cogito_lc.server", "--log-level", "warning"],
+        [sys.executable, "-m", "cogito_lc.service.server", "--log-level", "warning"],
         env=env,
         cwd=store_dir.parent,
     )

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from langchain_chroma import Chroma
 
-from cogito_lc import RecallB
-from cogito_lc.embeddings import local_embeddings
+from cogito_lc import RecallB, local_embeddings
 
 store = Chroma(collection_name="quickstart", embedding_function=local_embeddings())
 store.add_texts(

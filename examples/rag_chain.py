@@ -41,10 +41,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.discovery import NEEDS, find_chat_model
-from cogito_lc.embeddings import local_embeddings
-from cogito_lc.loaders import markdown_memories
+from cogito_lc import RETRIEVAL_EVENT, CogitoRetriever, local_embeddings, markdown_memories
+from cogito_lc.service.discovery import NEEDS, find_chat_model
 
 DATA = Path(__file__).resolve().parent / "data"
 MAX_OUTPUT_TOKENS = 512

@@ -1,1 +1,7 @@
-"""Benchmarks shipped with the package (``cogito-lc bench ...``); need the ``bench`` extra."""
+"""Benchmarks shipped with the package (``cogito-lc bench ...``); need the ``bench`` extra.
+
+The LoCoMo retrieval benchmark compares vector search, BM25, LangChain's
+``EnsembleRetriever``, RecallB and the two-stage retriever on one store. A layer beside
+:mod:`cogito_lc.service`, under the CLI: it may import :mod:`cogito_lc.memory` and every
+layer below it, and knows nothing of the service or the CLI.
+"""

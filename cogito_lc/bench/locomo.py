@@ -19,9 +19,11 @@ model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
 - ``none``: no model (every run is ``fallback_no_llm``; measures the two-stage path).
 
 Usage:
+    ```bash
     python benchmarks/locomo.py [PATH] [--units turns facts] [--out FILE]
     python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
         --conversations 2 --questions 20 --units facts
+    ```
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
 from cogito_lc import RecallB, __version__
-from cogito_lc.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
-from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
+from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings
+from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The development split, relative to the repository root the benchmark runs from."""

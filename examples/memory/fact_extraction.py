@@ -31,9 +31,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cogito_lc.discovery import NEEDS, find_chat_model
-from cogito_lc.fact_extractor import FactExtractionInput, FactExtractor
-from cogito_lc.llm_extractor import ExtractionMethod
+from cogito_lc import ExtractionMethod, FactExtractionInput, FactExtractor
+from cogito_lc.service.discovery import NEEDS, find_chat_model
 
 SAMPLE_OUTPUT = """\
 Chose a monolithic architecture for the billing API. Microservices would require

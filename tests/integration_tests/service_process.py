@@ -40,7 +40,7 @@ def free_port() -> int:
 
 @dataclass
 class ServiceProcess:
-    """A running ``python -m cogito_lc.server``."""
+    """A running ``python -m cogito_lc.service.server``."""
 
     process: subprocess.Popen[bytes]
     base_url: str
@@ -137,7 +137,7 @@ def start_service(
     port = free_port()
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "cogito_lc.server", "--log-level", "warning"],
+            [sys.executable, "-m", "cogito_lc.service.server", "--log-level", "warning"],
             cwd=store.parent,
             env=_environment(store, port, extra),
             stdout=log,

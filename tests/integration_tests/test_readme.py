@@ -12,7 +12,7 @@ import pytest
 import typer.main
 
 from cogito_lc.cli import app as cli_app
-from cogito_lc.config import CogitoSettings
+from cogito_lc.service.config import CogitoSettings
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
@@ -56,7 +56,7 @@ def test_readme_shows_the_two_commands_first() -> None:
 
 
 def test_http_table_lists_exactly_the_api(tmp_path: Path) -> None:
-    from cogito_lc.server import create_app
+    from cogito_lc.service.server import create_app
 
     settings = CogitoSettings(store_path=tmp_path / "store")
     spec = create_app(settings).openapi()

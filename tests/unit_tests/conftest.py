@@ -1,4 +1,4 @@
-"""Unit-test fixtures: deterministic embeddings and an ephemeral Chroma store."""
+"""Unit-test fixtures: no network, deterministic embeddings and an ephemeral Chroma store."""
 
 from __future__ import annotations
 
@@ -8,12 +8,33 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+import pytest_socket
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
-from cogito_lc.decompose import tokenize
+from cogito_lc._core.text import tokenize
 
 DIM = 64
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Unit tests connect nowhere: an attempt fails the test even if the code under test
+    swallows the error. Creating a socket stays allowed (clients probe socket options
+    when built); connecting does not, except over AF_UNIX (event-loop self-pipes)."""
+    attempts: list[str] = []
+    blocked_init = pytest_socket.SocketConnectBlockedError.__init__
+
+    def record(
+        self: pytest_socket.SocketConnectBlockedError, allowed: list[str], host: str | None
+    ) -> None:
+        attempts.append(str(host))
+        blocked_init(self, allowed, host)
+
+    monkeypatch.setattr(pytest_socket.SocketConnectBlockedError, "__init__", record)
+    pytest_socket.socket_allow_hosts([], allow_unix_socket=True)  # lifted after each test
+    yield
+    assert not attempts, f"a unit test tried to connect to {attempts}: give it a fake transport"
 
 
 class HashEmbeddings(Embeddings):

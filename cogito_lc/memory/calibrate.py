@@ -1,0 +1,176 @@
+"""Vocabulary calibration: the map from plain words to the corpus's own terms."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
+from cogito_lc.memory._vocab_file import save_vocab_map
+from cogito_lc.memory.scope import as_scope
+from cogito_lc.prompts.registry import PromptLike, resolve_prompt
+
+if TYPE_CHECKING:
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
+
+__all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map"]
+
+logger = logging.getLogger(__name__)
+
+
+class VocabReply(RootModel[dict[str, list[str]]]):
+    """The model's answer: plain-English phrase -> corpus terms."""
+
+
+@dataclass
+class CalibrationResult:
+    """What a calibration produced.
+
+    Attributes:
+        vocab_map: The kept map (every term occurs in the sampled corpus).
+        method: How it went: a method tag listed under :data:`~cogito_lc.METADATA_KEY`.
+        path: Where the map was saved (None for dry runs and in-memory stores).
+        dropped: Terms removed because they do not occur in the corpus.
+    """
+
+    vocab_map: dict[str, list[str]]
+    method: str
+    path: str | None = None
+    dropped: list[str] = field(default_factory=list)
+
+
+def _occurs(term: str, corpus: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(term.lower())}(?!\w)", corpus) is not None
+
+
+def filter_vocab_map(
+    raw: dict[str, list[str]], corpus: str, *, max_keys: int = 60, max_terms: int = 8
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Keep only terms that occur in ``corpus`` (as whole words); at most ``max_keys`` keys.
+
+    Returns the kept map and the dropped terms.
+
+    Example:
+        ```python
+        from cogito_lc.memory.calibrate import filter_vocab_map
+
+        kept, dropped = filter_vocab_map(
+            {"how fast": ["latency", "warp speed"]}, "p95 latency is 250 ms"
+        )
+        assert kept == {"how fast": ["latency"]}
+        assert dropped == ["warp speed"]
+        ```
+    """
+    lowered = corpus.lower()
+    kept: dict[str, list[str]] = {}
+    dropped: list[str] = []
+    for phrase, terms in raw.items():
+        key = " ".join(str(phrase).lower().split())
+        if not key or len(kept) >= max_keys:
+            continue
+        good: list[str] = []
+        for term in terms:
+            clean = " ".join(str(term).split())
+            if clean and clean.lower() != key and _occurs(clean, lowered):
+                if clean not in good:
+                    good.append(clean)
+            elif clean:
+                dropped.append(clean)
+        if good:
+            kept[key] = good[:max_terms]
+    return kept, dropped
+
+
+class VocabCalibrator(BaseModel):
+    """Builds the ``vocab_map`` RecallB expands queries with, from a sample of the corpus.
+
+    The model proposes plain-English phrases and the corpus terms they mean
+    (registry prompt ``calibrate``); every proposed term must occur in the
+    sampled corpus, so invented terms are dropped. The map is saved next to the
+    store and used by every retriever the store hands out afterwards.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import MemoryStore, VocabCalibrator
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=64)))
+        memory.store_many(["The p95 latency budget is 250 ms.", "Auth tokens expire hourly."])
+        llm = FakeListChatModel(responses=['{"how fast": ["latency", "p95", "warp speed"]}'])
+        result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
+        result.vocab_map  # {'how fast': ['latency', 'p95']}
+        result.dropped  # ['warp speed']: not in the corpus
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    llm: Runnable[Any, Any] | None = None
+    """The chat model; None means no calibration (``fallback_no_llm``)."""
+    prompt: PromptLike | None = None
+    """Prompt override; by default the registry's ``calibrate``."""
+    structured_output: StructuredOutputMode = "auto"
+    """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
+    sample_size: int = Field(default=200, ge=1)
+    """How many memories the model sees."""
+    item_chars: int = Field(default=200, ge=20)
+    """Each memory is cut to this many characters in the prompt."""
+    max_keys: int = Field(default=60, ge=1)
+    """The most phrases kept."""
+    max_terms: int = Field(default=8, ge=1)
+    """The most terms kept per phrase."""
+
+    @classmethod
+    def from_llm(
+        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **fields: Any
+    ) -> VocabCalibrator:
+        """Create a calibrator from a chat model.
+
+        Args:
+            llm: Chat model to call; ``None`` makes every run ``fallback_no_llm``.
+            prompt: Prompt to use instead of the registry's ``calibrate`` entry.
+            **fields: Other fields, such as ``structured_output``, ``sample_size``, ``max_keys``.
+
+        Returns:
+            The calibrator.
+        """
+        return cls(llm=llm, prompt=prompt, **fields)
+
+    def calibrate(
+        self, memory: MemoryStore, *, scope: ScopeLike = None, dry_run: bool = False
+    ) -> CalibrationResult:
+        """Build the map from ``memory``'s scope; save it and apply it unless ``dry_run``."""
+        memories = memory.list(as_scope(scope, memory.scope), limit=self.sample_size)
+        corpus = "\n".join(" ".join(d.page_content.split())[: self.item_chars] for d in memories)
+        if self.llm is None:
+            return CalibrationResult({}, "fallback_no_llm")
+        if not memories:
+            return CalibrationResult({}, "empty")
+        extractor = LlmExtractor.from_llm(
+            self.llm,
+            output=VocabReply,
+            prompt=resolve_prompt("calibrate", self.prompt),
+            structured_output=self.structured_output,
+        )
+        reply = extractor.invoke_with_result({"corpus": corpus, "max_terms": self.max_keys})
+        if reply.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
+            return CalibrationResult({}, f"fallback_{reply.method.value}")
+        raw = reply.value.root if reply.value is not None else {}
+        vocab_map, dropped = filter_vocab_map(
+            raw, corpus, max_keys=self.max_keys, max_terms=self.max_terms
+        )
+        result = CalibrationResult(vocab_map, "calibrated" if vocab_map else "empty", None, dropped)
+        if vocab_map and not dry_run:
+            memory.vocab_map = vocab_map
+            if memory.data_dir is not None:
+                result.path = str(save_vocab_map(memory.data_dir, vocab_map))
+        return result

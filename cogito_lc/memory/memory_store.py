@@ -1,0 +1,673 @@
+"""MemoryStore: verbatim and extracted writes, scoping and dedup over a vector store."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+
+from cogito_lc._core.filters import and_filters
+from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
+from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
+from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
+from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
+from cogito_lc.memory._vocab_file import load_vocab_map
+from cogito_lc.memory.scope import (
+    SCOPE_KEYS,
+    Scope,
+    ScopeLike,
+    as_scope,
+    memory_id,
+    normalise_text,
+)
+from cogito_lc.memory.seed import SeedSummary, seed_directory
+from cogito_lc.retrievers.recall_b import RecallB
+
+__all__ = [
+    "RESERVED_METADATA_KEYS",
+    "AddResult",
+    "MemoryConflictError",
+    "MemoryNotFoundError",
+    "MemoryStore",
+]
+
+logger = logging.getLogger(__name__)
+
+RESERVED_METADATA_KEYS = frozenset(
+    {*SCOPE_KEYS, "created_at", "updated_at", "kind", "importance", "source_id", "cogito"}
+)
+"""Metadata keys the store sets itself; user metadata may not use them."""
+
+
+VERIFY_RECENT_MEMORIES = 2_000
+"""How many of the latest writes the start-up search-index check covers: twice
+Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
+_SCALARS = (str, int, float, bool)
+
+_STAGE_ONE_K = 100
+"""How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
+_STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"}
+"""Keywords of ``as_retriever("recall")`` that configure stage 1; ``k`` is the final count."""
+
+
+class MemoryConflictError(ValueError):
+    """An id given for a write is already held by a different memory."""
+
+
+class MemoryNotFoundError(KeyError):
+    """No memory with this id exists in the scope of the call."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+@dataclass
+class AddResult:
+    """What :meth:`MemoryStore.add` stored.
+
+    Attributes:
+        memories: The stored documents (facts, or the verbatim text on fallback).
+        method: How the write went (``facts``, ``no_facts``, ``fallback_verbatim``,
+            ``fallback_no_llm``; the tags are listed under
+            :data:`~cogito_lc.METADATA_KEY`): only an explicit empty answer stores
+            nothing.
+        source_id: The id of the source text (the id it has, or would have, when
+            stored verbatim); every fact carries it as ``source_id``.
+        extraction: The extractor's own method tag, when one ran.
+    """
+
+    memories: list[Document]
+    method: str
+    source_id: str
+    extraction: str | None = None
+
+    @property
+    def count(self) -> int:
+        """How many memories were stored."""
+        return len(self.memories)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class MemoryStore:
+    """Long-term memory over any LangChain vector store, confined to scopes.
+
+    Writes are verbatim (:meth:`store`, :meth:`store_many`) or go through a
+    :class:`~cogito_lc.FactExtractor` (:meth:`add`), and nothing handed in is
+    lost when extraction fails. Ids are stable hashes of scope and text, so
+    storing the same memory twice is idempotent. Every read, delete and handed-out
+    retriever is confined to a scope by a metadata filter pushed down to the
+    store. Listing, counting and deleting a whole scope need a store that
+    filters by metadata (Chroma); the rest works with any vector store.
+
+    Example:
+        ```python
+        from langchain_chroma import Chroma
+
+        from cogito_lc import MemoryStore, local_embeddings
+
+        memory = MemoryStore(
+            Chroma("memories", local_embeddings(), persist_directory="./memory"),
+            scope={"user_id": "alice"},
+        )
+        memory.store("Auth tokens expire after 3600 seconds.")
+        docs = memory.as_retriever().invoke("how long do auth tokens last?")
+        assert docs[0].page_content == "Auth tokens expire after 3600 seconds."
+        ```
+    """
+
+    def __init__(
+        self,
+        vectorstore: VectorStore,
+        *,
+        extractor: FactExtractor | None = None,
+        scope: ScopeLike = None,
+        max_text_chars: int = 100_000,
+        batch_size: int = 64,
+        vocab_map: Mapping[str, Sequence[str]] | None = None,
+        data_dir: str | Path | None = None,
+        verify_index: bool = True,
+    ) -> None:
+        if max_text_chars < 1 or batch_size < 1:
+            msg = "max_text_chars and batch_size must be >= 1."
+            raise ValueError(msg)
+        self.vectorstore = vectorstore
+        self.extractor = extractor
+        self.scope = as_scope(scope)
+        if self.scope:
+            check_filterable(vectorstore, "MemoryStore(scope=...)")
+        self.max_text_chars = max_text_chars
+        self.batch_size = batch_size
+        self.vocab_map: dict[str, list[str]] | None = (
+            {k: list(v) for k, v in vocab_map.items()} if vocab_map else None
+        )
+        self._store: StoreAdapter = adapter_for(vectorstore)
+        persistent = self._store.persist_directory()
+        self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
+        """Where the snapshot and the vocabulary map are saved: the Chroma persist
+        directory by default; None for in-memory stores (nothing is saved)."""
+        if self.vocab_map is None:
+            self.vocab_map = load_vocab_map(self.data_dir)
+        self._retrievers: list[weakref.ref[RecallB]] = []
+        self._lock = threading.RLock()
+        if verify_index and persistent is not None and _first_use(vectorstore):
+            self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
+
+    # -- writes -------------------------------------------------------------
+
+    def store(
+        self,
+        text: str,
+        *,
+        id: str | None = None,  # noqa: A002 - mirrors the HTTP API field
+        metadata: Mapping[str, Any] | None = None,
+        scope: ScopeLike = None,
+    ) -> Document:
+        """Write ``text`` verbatim and return the stored document.
+
+        Without ``id``, the id is a stable hash of scope and normalised text, so
+        the same memory stored twice in a scope is one document (the first one,
+        with its original ``created_at``).
+
+        Raises:
+            ValueError: On empty or over-long text, metadata that is not JSON
+                scalars or uses a reserved key, or an unknown scope key.
+        """
+        return self._write([self._prepare(text, id, metadata, as_scope(scope, self.scope))])[0]
+
+    def store_many(
+        self,
+        items: Iterable[str | Document],
+        *,
+        scope: ScopeLike = None,
+        batch_size: int | None = None,
+    ) -> list[str]:
+        """Write many memories verbatim, one embeddings call per batch; ids in input order.
+
+        Every item is validated before anything is written, so a bad item
+        means no partial write. ``Document`` items keep their id and metadata.
+        """
+        target = as_scope(scope, self.scope)
+        prepared = [
+            self._prepare(item.page_content, item.id, item.metadata, target)
+            if isinstance(item, Document)
+            else self._prepare(item, None, None, target)
+            for item in items
+        ]
+        size = batch_size or self.batch_size
+        stored: list[Document] = []
+        for start in range(0, len(prepared), size):
+            stored.extend(self._write(prepared[start : start + size]))
+        return [doc.id or "" for doc in stored]
+
+    def add(
+        self,
+        text: str,
+        *,
+        context_hints: Sequence[str] = (),
+        max_facts: int = 7,
+        scope: ScopeLike = None,
+    ) -> AddResult:
+        """Extract atomic facts from ``text`` and store each verbatim.
+
+        Only an explicit empty answer from the model (``[]`` or ``{"items": []}``)
+        stores nothing (``method="no_facts"``). Every other way to end without facts
+        (model unreachable or failing, reply unparseable, all items invalid) stores the
+        text verbatim instead (``method="fallback_verbatim"``).
+        """
+        target = as_scope(scope, self.scope)
+        source = self._prepare(text, None, None, target)
+        source_id = source.id or ""
+        if self.extractor is None:
+            return AddResult(self._write([source]), "fallback_no_llm", source_id)
+        result = self.extractor.invoke_with_result(
+            FactExtractionInput(text=text, context_hints=list(context_hints), max_facts=max_facts)
+        )
+        extraction = str(getattr(result.method, "value", result.method))
+        facts: list[Fact] = list(result.value or [])
+        if not facts and _is_explicit_empty_answer(result):
+            return AddResult([], "no_facts", source_id, extraction)
+        if not facts:
+            logger.warning(
+                "fact extraction gave no facts (%s, %d items dropped); storing the text verbatim",
+                extraction,
+                result.dropped,
+            )
+            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
+        docs = [self._fact_document(fact, source_id, target) for fact in facts]
+        return AddResult(self._write(docs), "facts", source_id, extraction)
+
+    def update(self, id: str, text: str, *, scope: ScopeLike = None) -> Document:  # noqa: A002
+        """Replace a memory's text (re-embedded), keeping its id and ``created_at``."""
+        target = as_scope(scope, self.scope)
+        self._check_text(text)
+        with self._lock:
+            current = self._require(id, target)
+            metadata = {**current.metadata, "updated_at": _now()}
+            document = Document(page_content=text, metadata=metadata, id=id)
+            self.vectorstore.add_documents([document], ids=[id])
+            self._invalidate()
+        return document
+
+    # -- reads and deletes ----------------------------------------------------
+
+    def get(self, id: str, *, scope: ScopeLike = None) -> Document | None:  # noqa: A002
+        """The memory with this id if it lies in the scope, else None."""
+        found = self._store.get([id], as_scope(scope, self.scope).where())
+        return found[0] if found else None
+
+    def list(
+        self, scope: ScopeLike = None, limit: int = 50, offset: int = 0
+    ) -> builtins.list[Document]:
+        """A page of the memories in the scope."""
+        if limit < 1 or offset < 0:
+            msg = f"limit must be >= 1 and offset >= 0, got limit={limit}, offset={offset}."
+            raise ValueError(msg)
+        self._store.check_filters_by_metadata("MemoryStore.list")
+        return self._store.page(as_scope(scope, self.scope).where(), limit, offset)
+
+    def count(self, scope: ScopeLike = None) -> int:
+        """How many memories lie in the scope."""
+        self._store.check_filters_by_metadata("MemoryStore.count")
+        return self._store.count(as_scope(scope, self.scope).where())
+
+    def delete(self, id: str, *, scope: ScopeLike = None) -> None:  # noqa: A002
+        """Delete one memory of the scope.
+
+        Raises:
+            MemoryNotFoundError: If no memory with this id lies in the scope
+                (a memory of another scope is neither deleted nor revealed).
+        """
+        with self._lock:
+            self._require(id, as_scope(scope, self.scope))
+            self._store.delete([id])
+            self._invalidate()
+
+    def delete_scope(self, scope: ScopeLike) -> int:
+        """Delete every memory of a non-empty scope; returns how many were deleted."""
+        target = as_scope(scope)
+        if not target:
+            msg = "delete_scope needs a scope with at least one key; it never clears the store."
+            raise ValueError(msg)
+        self._store.check_filters_by_metadata("MemoryStore.delete_scope")
+        with self._lock:
+            ids = self._store.ids_in(target.where())
+            self._store.delete(ids)
+            self._invalidate()
+        return len(ids)
+
+    def seed(
+        self,
+        path: str | Path,
+        glob: str = "**/*.md",
+        *,
+        dry_run: bool = False,
+        extract: bool = False,
+        scope: ScopeLike = None,
+        progress: bool = True,
+    ) -> SeedSummary:
+        """Bulk-ingest files: one memory per markdown paragraph, already-stored ones skipped.
+
+        See :func:`cogito_lc.memory.seed.seed_directory` for details.
+        """
+        return seed_directory(
+            self, path, glob, dry_run=dry_run, extract=extract, scope=scope, progress=progress
+        )
+
+    def repair_search_index(self, *, recent: int | None = None) -> builtins.list[str]:
+        """Re-index stored memories that a vector search for their own text cannot find.
+
+        A process killed while Chroma persists its vector index can leave rows
+        that are stored (readable by id, listed) but unreachable by search. The
+        stored vectors are searched for; those not found among their nearest
+        neighbours are written to the index again. Runs on the ``recent`` latest
+        writes (:data:`VERIFY_RECENT_MEMORIES`, the window a crash can tear) when
+        the first MemoryStore over a persistent Chroma store object is built
+        (``verify_index=True``), so start-up cost does not grow with the store;
+        call it with ``recent=None`` to check every memory. Other stores have
+        nothing to check.
+
+        Args:
+            recent: Check only the latest ``recent`` writes; ``None`` checks all.
+
+        Returns:
+            The ids that were re-indexed.
+        """
+        with self._lock:
+            unsearchable = self._store.unsearchable(recent=recent)
+            if not unsearchable:
+                return []
+            ids = builtins.list(unsearchable)
+            logger.warning(
+                "search index: %d stored memories were not found by a search for their own "
+                "vector; re-indexing them: %s",
+                len(ids),
+                ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
+            )
+            still = self._store.reindex(unsearchable)
+            if still:
+                logger.error(
+                    "search index: %d memories are still not found by search after re-indexing: %s",
+                    len(still),
+                    ", ".join(still[:20]),
+                )
+            else:
+                logger.warning("search index: repaired, all %d are found again", len(ids))
+            self._invalidate()
+        return ids
+
+    # -- searches and retrievers ---------------------------------------------------
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 5,
+        threshold: float | None = None,
+        scope: ScopeLike = None,
+    ) -> builtins.list[ScoredDocument]:
+        """Plain vector search in the scope: the ``k`` nearest memories and their scores.
+
+        Over Chroma the score is the cosine similarity of the stored vector to
+        the query's, whatever distance the collection indexes by; other stores
+        give their relevance score (``similarity_search_with_relevance_scores``).
+        No model is called and nothing is re-ranked: for recall use
+        :meth:`as_retriever`.
+
+        Args:
+            text: The query.
+            k: How many memories to return at most.
+            threshold: Leave out memories scoring below it (a memory without a
+                finite score counts as 0.0).
+            scope: The scope to search instead of the store's.
+
+        Returns:
+            ``(document, score)`` pairs, nearest first; the score is None when the
+            store gives no finite one.
+
+        Raises:
+            ValueError: If ``text`` is blank or ``k`` is below 1.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+
+            memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+            memory.store("Auth tokens expire after 3600 seconds.")
+            [(doc, score)] = memory.search("Auth tokens expire after 3600 seconds.", k=1)
+            assert doc.page_content.startswith("Auth tokens") and score is not None
+            ```
+        """
+        check_query(text, name="text")
+        check_positive_int(k, name="k")
+        target = as_scope(scope, self.scope)
+        if target:
+            check_filterable(self.vectorstore, "search(scope=...)")
+        found = self._store.scored_search(text, k, target.where())
+        if threshold is None:
+            return found
+        return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+
+    def scoped(
+        self,
+        scope: ScopeLike,
+        *,
+        data_dir: str | Path | None = None,
+        fallback_vocab_map: Mapping[str, Sequence[str]] | None = None,
+    ) -> MemoryStore:
+        """A MemoryStore over the same vector store and extractor, confined to another scope.
+
+        Keys set in ``scope`` replace this store's; keys it leaves unset are
+        kept. The view has its own retrievers, snapshot and vocabulary map: the
+        map saved in ``data_dir`` if there is one, else ``fallback_vocab_map``.
+
+        Args:
+            scope: The scope keys to set.
+            data_dir: Where the view saves its snapshot and vocabulary map; None
+                saves nothing (unless the store is a persistent Chroma store, whose
+                directory is the default, as for any MemoryStore).
+            fallback_vocab_map: The vocabulary map when ``data_dir`` holds none.
+
+        Returns:
+            The view.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+
+            team = MemoryStore(
+                InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+                scope={"agent_id": "helpdesk"},
+            )
+            alice = team.scoped({"user_id": "alice"})
+            alice.store("Alice prefers answers in French.")
+            assert alice.scope.metadata() == {"user_id": "alice", "agent_id": "helpdesk"}
+            assert team.count() == 1 and team.scoped({"user_id": "bob"}).count() == 0
+            ```
+        """
+        target = as_scope({**self.scope.metadata(), **as_scope(scope).metadata()})
+        directory = Path(data_dir) if data_dir is not None else None
+        vocab_map = load_vocab_map(directory) or fallback_vocab_map
+        return MemoryStore(
+            self.vectorstore,
+            extractor=self.extractor,
+            scope=target,
+            max_text_chars=self.max_text_chars,
+            batch_size=self.batch_size,
+            vocab_map=vocab_map,
+            data_dir=directory,
+        )
+
+    def as_retriever(
+        self,
+        kind: Literal["recall_b", "recall"] = "recall_b",
+        *,
+        scope: ScopeLike = None,
+        **kwargs: Any,
+    ) -> BaseRetriever:
+        """A retriever confined to the scope by a filter every sub-search carries.
+
+        Args:
+            kind: ``"recall_b"`` for :class:`~cogito_lc.RecallB` (no model);
+                ``"recall"`` for the two-stage
+                :class:`~cogito_lc.CogitoRetriever`: a RecallB fetching 100
+                candidates, then the :class:`~cogito_lc.PointerFilter`.
+            scope: The scope to search instead of the store's.
+            **kwargs: For ``"recall_b"``, fields of RecallB. For ``"recall"``:
+                ``llm`` (the filter's chat model; None keeps stage 1's order),
+                ``prompt`` and ``registry``, fields of the retriever (``k``,
+                ``pool_size``, ``since``, ``filter_when``, ...) and of the filter
+                (``timeout``, ``structured_output``, ``top_n``, ...), as
+                :meth:`CogitoRetriever.from_llm <cogito_lc.CogitoRetriever.from_llm>`
+                takes them; the other fields of RecallB go to stage 1.
+
+        Returns:
+            The retriever. Writes through this store refresh its corpus BM25 index.
+
+        Raises:
+            ValueError: If ``kind`` is unknown, or a scope is set over a store
+                whose search cannot be filtered by metadata.
+            TypeError: If a keyword is a field of none of the components.
+        """
+        if kind not in {"recall_b", "recall"}:
+            msg = f"kind must be 'recall_b' or 'recall', got {kind!r}."
+            raise ValueError(msg)
+        target = as_scope(scope, self.scope)
+        if target:
+            check_filterable(self.vectorstore, "as_retriever(scope=...)")
+        search_kwargs = dict(kwargs.pop("search_kwargs", {}) or {})
+        search_kwargs["filter"] = and_filters(
+            self.vectorstore, target.where(), search_kwargs.get("filter")
+        )
+        if search_kwargs["filter"] is None:
+            del search_kwargs["filter"]
+        kwargs.setdefault("vocab_map", self.vocab_map)
+        if kind == "recall":
+            return self._two_stage(search_kwargs, kwargs)
+        return self._recall_b(search_kwargs, kwargs)
+
+    def _recall_b(self, search_kwargs: dict[str, Any], fields: dict[str, Any]) -> RecallB:
+        retriever = RecallB(vectorstore=self.vectorstore, search_kwargs=search_kwargs, **fields)
+        self._track(retriever)
+        return retriever
+
+    def _two_stage(self, search_kwargs: dict[str, Any], fields: dict[str, Any]) -> BaseRetriever:
+        from cogito_lc.retrievers.cogito_retriever import CogitoRetriever
+
+        llm = fields.pop("llm", None)
+        stage_one = {key: fields.pop(key) for key in list(fields) if key in _STAGE_ONE_FIELDS}
+        recall_b = self._recall_b(search_kwargs, {**stage_one, "k": _STAGE_ONE_K})
+        return CogitoRetriever.from_llm(recall_b, llm, **fields)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _check_text(self, text: Any) -> str:
+        if not isinstance(text, str):
+            msg = f"text must be a str, got {type(text).__name__}."
+            raise TypeError(msg)
+        if not text.strip():
+            msg = "text is empty or whitespace; pass the memory text."
+            raise ValueError(msg)
+        if len(text) > self.max_text_chars:
+            msg = (
+                f"text has {len(text)} characters, over max_text_chars={self.max_text_chars}; "
+                "split it (seed() does) or raise max_text_chars."
+            )
+            raise ValueError(msg)
+        return check_unicode(text, name="text")
+
+    def _prepare(
+        self,
+        text: Any,
+        given_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        scope: Scope,
+    ) -> Document:
+        self._check_text(text)
+        user_metadata = _check_metadata(metadata or {})
+        doc_id = given_id if given_id is not None else memory_id(text, scope)
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            msg = f"id must be a non-empty string, got {doc_id!r}."
+            raise ValueError(msg)
+        check_unicode(doc_id, name="id")
+        meta = {**user_metadata, **scope.metadata(), "created_at": _now()}
+        return Document(page_content=text, metadata=meta, id=doc_id)
+
+    def _fact_document(self, fact: Fact, source_id: str, scope: Scope) -> Document:
+        doc = self._prepare(fact.content, None, None, scope)
+        doc.metadata.update(
+            {"kind": fact.kind.value, "importance": float(fact.importance), "source_id": source_id}
+        )
+        return doc
+
+    def _write(self, documents: builtins.list[Document]) -> builtins.list[Document]:
+        """Add documents whose ids are new; the same memory stored again is kept as it is.
+
+        Raises:
+            MemoryConflictError: If an id is held by a memory of another scope or
+                with other text; nothing of the batch is written then.
+        """
+        ids = [doc.id or "" for doc in documents]
+        with self._lock:
+            existing = {doc.id: doc for doc in self._existing(list(dict.fromkeys(ids)))}
+            fresh: dict[str, Document] = {}
+            for doc in documents:
+                held = existing.get(doc.id)
+                if held is None:
+                    fresh.setdefault(doc.id or "", doc)
+                elif not _same_memory(held, doc):
+                    msg = (
+                        f"id {doc.id!r} is already used by another memory; omit the id "
+                        "(ids default to a hash of scope and text) or use update()."
+                    )
+                    raise MemoryConflictError(msg)
+            if fresh:
+                self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
+                self._invalidate()
+        return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
+
+    def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
+        return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
+
+    def _require(self, id: str, scope: Scope) -> Document:  # noqa: A002
+        found = self._store.get([id], scope.where())
+        if not found:
+            msg = f"no memory with id {id!r} in scope {scope.metadata() or 'all'}"
+            raise MemoryNotFoundError(msg)
+        return found[0]
+
+    def _track(self, retriever: RecallB) -> None:
+        self._retrievers = [ref for ref in self._retrievers if ref() is not None]
+        self._retrievers.append(weakref.ref(retriever))
+
+    def _invalidate(self) -> None:
+        for ref in self._retrievers:
+            retriever = ref()
+            if retriever is not None:
+                retriever.refresh_lexical_index()
+
+
+_VERIFIED_STORES: weakref.WeakSet[VectorStore] = weakref.WeakSet()
+_VERIFIED_LOCK = threading.Lock()
+
+
+def _first_use(store: VectorStore) -> bool:
+    """True the first time a store object is seen: its index is checked once per process."""
+    with _VERIFIED_LOCK:
+        if store in _VERIFIED_STORES:
+            return False
+        _VERIFIED_STORES.add(store)
+        return True
+
+
+def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:
+    """Whether the model answered with an empty list on purpose (nothing dropped)."""
+    answered = result.method in {ExtractionMethod.STRUCTURED, ExtractionMethod.TEXT}
+    return answered and result.dropped == 0 and result.value == []
+
+
+def _same_memory(held: Document, new: Document) -> bool:
+    same_scope = all(held.metadata.get(k) == new.metadata.get(k) for k in SCOPE_KEYS)
+    return same_scope and normalise_text(held.page_content) == normalise_text(new.page_content)
+
+
+def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(metadata, Mapping):
+        msg = f"metadata must be a mapping, got {type(metadata).__name__}."
+        raise TypeError(msg)
+    reserved = sorted(set(metadata) & RESERVED_METADATA_KEYS)
+    if reserved:
+        msg = (
+            f"metadata uses reserved key(s) {reserved}; the store sets these itself. "
+            "Rename them (scope keys go in scope=...)."
+        )
+        raise ValueError(msg)
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, _SCALARS):
+            msg = (
+                f"metadata[{key!r}] must be a str, int, float or bool, got "
+                f"{type(value).__name__}; serialise it (e.g. json.dumps) first."
+            )
+            raise ValueError(msg)  # noqa: TRY004 - bad input data, same class as other checks
+        check_unicode(key, name=f"metadata key {key!r}")
+        if isinstance(value, str):
+            check_unicode(value, name=f"metadata[{key!r}]")
+    return dict(metadata)

@@ -1,0 +1,102 @@
+"""Memory scopes: which tenant, agent and run a memory belongs to."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+__all__ = ["SCOPE_KEYS", "Scope", "ScopeLike", "as_scope", "memory_id", "normalise_text"]
+
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+"""The metadata keys a scope is stored under, in this order."""
+
+
+class Scope(BaseModel):
+    """A subset of ``user_id``, ``agent_id`` and ``run_id`` that confines reads and writes.
+
+    A memory written in a scope carries its keys in metadata; a read in a scope
+    sees only memories whose metadata match every key the scope sets. The empty
+    scope sets no key and sees the whole store.
+
+    Example:
+        ```python
+        from cogito_lc import Scope
+
+        assert Scope(user_id="alice").where() == {"user_id": "alice"}
+        ```
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str | None = None
+    """The tenant: one end user or one application account."""
+    agent_id: str | None = None
+    """The agent within a tenant."""
+    run_id: str | None = None
+    """One run or session of an agent."""
+
+    def items(self) -> list[tuple[str, str]]:
+        """The keys this scope sets, with their values."""
+        return [(key, value) for key in SCOPE_KEYS if (value := getattr(self, key)) is not None]
+
+    def metadata(self) -> dict[str, str]:
+        """The metadata a memory written in this scope carries."""
+        return dict(self.items())
+
+    def where(self) -> dict[str, Any] | None:
+        """A Chroma ``where`` filter for this scope, or None for the empty scope."""
+        clauses = [{key: value} for key, value in self.items()]
+        if not clauses:
+            return None
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def contains(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a memory with this metadata is inside the scope."""
+        return all(metadata.get(key) == value for key, value in self.items())
+
+    def __bool__(self) -> bool:
+        return bool(self.items())
+
+
+def as_scope(value: Scope | Mapping[str, Any] | None, default: Scope | None = None) -> Scope:
+    """Turn a ``Scope``, a mapping of scope keys or None (the default) into a ``Scope``.
+
+    Raises:
+        ValueError: If the mapping has a key other than ``user_id``, ``agent_id``
+            and ``run_id``, or a value that is not a non-empty string.
+    """
+    if value is None:
+        return default or Scope()
+    if isinstance(value, Scope):
+        return value
+    unknown = sorted(set(value) - set(SCOPE_KEYS))
+    if unknown:
+        msg = f"unknown scope key(s) {unknown}; a scope takes only {list(SCOPE_KEYS)}."
+        raise ValueError(msg)
+    for key, item in value.items():
+        if item is not None and (not isinstance(item, str) or not item.strip()):
+            msg = f"scope key {key!r} must be a non-empty string, got {item!r}."
+            raise ValueError(msg)
+    try:
+        return Scope(**value)
+    except ValidationError as exc:  # pragma: no cover - guarded above
+        raise ValueError(str(exc)) from exc
+
+
+ScopeLike = Scope | Mapping[str, Any] | None
+"""A scope, a mapping of scope keys, or None (the default scope)."""
+
+
+def normalise_text(text: str) -> str:
+    """The text a memory's id is derived from: whitespace runs folded to one space."""
+    return " ".join(text.split())
+
+
+def memory_id(text: str, scope: Scope) -> str:
+    """The stable id of ``text`` stored in ``scope`` (storing it twice yields one memory)."""
+    payload = json.dumps([scope.metadata(), normalise_text(text)], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]

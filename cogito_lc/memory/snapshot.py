@@ -1,0 +1,296 @@
+"""The snapshot layer: a compact markdown index of the memory, loaded at session start."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogito_lc._core.json_repair import strip_reasoning
+from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
+from cogito_lc.memory._grouping import group_memories
+from cogito_lc.memory.scope import as_scope
+from cogito_lc.prompts.registry import PromptLike, resolve_prompt
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import ScopeLike
+
+__all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_FILE = "snapshot.md"
+SNAPSHOT_META_FILE = "snapshot.json"
+SnapshotMode = Literal["pointer", "summary"]
+
+
+@dataclass
+class Snapshot:
+    """A built snapshot.
+
+    Attributes:
+        text: The markdown index.
+        path: Where it is saved (None for dry runs and in-memory stores).
+        built_at: ISO 8601 UTC time it was built.
+        count: How many memories the store held when it was built.
+        sampled: How many memories it was built from.
+        method: How it was built: a method tag listed under
+            :data:`~cogito_lc.METADATA_KEY` (``cached`` when an existing snapshot
+            was still fresh).
+    """
+
+    text: str
+    path: str | None
+    built_at: str
+    count: int
+    sampled: int
+    method: str
+
+
+class Topic(BaseModel):
+    """One heading of a pointer snapshot and the numbers of its memories."""
+
+    heading: str = Field(max_length=200)
+    items: list[int]
+
+
+class TopicIndex(BaseModel):
+    """What the model returns in pointer mode: headings and integers only."""
+
+    topics: list[Topic]
+
+
+def _clean_heading(heading: str) -> str:
+    text = " ".join(heading.replace("#", " ").split())
+    return text[:80] or "Memories"
+
+
+def _shorten(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
+
+
+def render(
+    groups: list[tuple[str, list[int]]], memories: list[Document], item_chars: int, max_chars: int
+) -> str:
+    """Markdown with one ``##`` heading per group and each memory's stored text under it.
+
+    Indexes outside ``memories`` or repeated are skipped; rendering stops at
+    ``max_chars``.
+    """
+    lines: list[str] = []
+    used: set[int] = set()
+    size = 0
+    for heading, members in groups:
+        block = [f"## {_clean_heading(heading)}"]
+        for index in members:
+            if isinstance(index, int) and 0 <= index < len(memories) and index not in used:
+                used.add(index)
+                block.append(f"- {_shorten(memories[index].page_content, item_chars)}")
+        if len(block) == 1:
+            continue
+        text = "\n".join(block)
+        if size + len(text) > max_chars:
+            break
+        lines.append(text)
+        size += len(text) + 2
+    return "\n\n".join(lines) + ("\n" if lines else "")
+
+
+class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
+    """Builds the snapshot of a MemoryStore scope.
+
+    ``pointer`` mode (default): the model sees numbered memories and writes only
+    topic headings with the numbers under each; the code renders each memory's
+    stored text verbatim (cut to ``item_chars``), so the snapshot contains no
+    model-written facts. ``summary`` mode: the model writes a free-text index
+    through the registry prompt ``snapshot``. Without a model, or when it fails,
+    memories are grouped without one (by metadata ``kind``/headings/source, else
+    by shared keywords) and the method tag says why.
+
+    Input: ``{"memory": MemoryStore, "scope": ..., "rebuild": bool, "dry_run": bool}``.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import MemoryStore, SnapshotBuilder
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=64)))
+        memory.store_many(["Auth tokens expire hourly.", "Billing runs on PostgreSQL."])
+        snapshot = SnapshotBuilder.from_llm(None).build(memory, rebuild=True)
+        snapshot.method  # 'grouped|fallback_no_llm'
+        print(snapshot.text)
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    llm: Runnable[Any, Any] | None = None
+    """The chat model; None builds the zero-LLM grouping."""
+    mode: SnapshotMode = "pointer"
+    """``pointer`` (verbatim memories under model-written headings) or ``summary``."""
+    prompt: PromptLike | None = None
+    """Prompt override; by default the registry's ``snapshot_pointer`` or ``snapshot``."""
+    structured_output: StructuredOutputMode = "auto"
+    """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
+    sample_size: int = Field(default=500, ge=1)
+    """The most memories a snapshot is built from."""
+    item_chars: int = Field(default=160, ge=20)
+    """Each memory's text is cut to this many characters in the snapshot."""
+    max_chars: int = Field(default=3200, ge=200)
+    """Length budget of the whole snapshot (about 800 tokens by default)."""
+    prompt_item_chars: int = Field(default=200, ge=20)
+    """Each memory is cut to this many characters in the prompt."""
+    rebuild_growth: float = Field(default=0.2, ge=0.0)
+    """Rebuild when the store has grown by more than this fraction since the last build."""
+
+    @classmethod
+    def from_llm(
+        cls, llm: Runnable[Any, Any] | None, *, prompt: PromptLike | None = None, **fields: Any
+    ) -> SnapshotBuilder:
+        """Create a snapshot builder from a chat model.
+
+        Args:
+            llm: Chat model to call; ``None`` builds the zero-LLM grouping.
+            prompt: Prompt to use instead of the registry's ``snapshot_pointer`` entry
+                (``snapshot`` in summary mode).
+            **fields: Other fields, such as ``mode``, ``structured_output``, ``max_chars``.
+
+        Returns:
+            The snapshot builder.
+        """
+        return cls(llm=llm, prompt=prompt, **fields)
+
+    def invoke(
+        self,
+        input: dict[str, Any],  # noqa: A002 - the Runnable interface's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Snapshot:
+        """Build from ``{"memory": ..., "scope": ..., "rebuild": ..., "dry_run": ...}``."""
+        return self._call_with_config(
+            lambda request: self.build(**request), input, config, run_type="chain"
+        )
+
+    def build(
+        self,
+        memory: MemoryStore,
+        *,
+        scope: ScopeLike = None,
+        rebuild: bool = False,
+        dry_run: bool = False,
+    ) -> Snapshot:
+        """Build (or reuse) the snapshot of ``memory``'s scope and save it unless ``dry_run``."""
+        target = as_scope(scope, memory.scope)
+        count = memory.count(target)
+        existing = load_snapshot(memory)
+        if existing and not rebuild and not dry_run and not self._stale(existing, count):
+            existing.method = "cached"
+            return existing
+        memories = memory.list(target, limit=self.sample_size)
+        text, method = self._text(memories)
+        snapshot = Snapshot(text, None, _now(), count, len(memories), method)
+        if not dry_run and memory.data_dir is not None:
+            snapshot.path = str(_save(memory.data_dir, snapshot))
+        return snapshot
+
+    def _stale(self, snapshot: Snapshot, count: int) -> bool:
+        return count > snapshot.count * (1 + self.rebuild_growth)
+
+    def _text(self, memories: list[Document]) -> tuple[str, str]:
+        if not memories:
+            return "", "empty"
+        if self.llm is None:
+            return self._grouped(memories, "fallback_no_llm")
+        if self.mode == "summary":
+            return self._summary(memories)
+        return self._pointer(memories)
+
+    def _grouped(self, memories: list[Document], reason: str) -> tuple[str, str]:
+        groups = group_memories(memories)
+        return render(groups, memories, self.item_chars, self.max_chars), f"grouped|{reason}"
+
+    def _numbered(self, memories: list[Document]) -> str:
+        return "\n".join(
+            f"[{i}] {_shorten(d.page_content, self.prompt_item_chars)}"
+            for i, d in enumerate(memories, start=1)
+        )
+
+    def _pointer(self, memories: list[Document]) -> tuple[str, str]:
+        assert self.llm is not None  # noqa: S101 - checked by the caller
+        extractor = LlmExtractor.from_llm(
+            self.llm,
+            output=TopicIndex,
+            prompt=resolve_prompt("snapshot_pointer", self.prompt),
+            structured_output=self.structured_output,
+        )
+        result = extractor.invoke_with_result({"memories": self._numbered(memories)})
+        if result.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
+            return self._grouped(memories, f"fallback_{result.method.value}")
+        index: TopicIndex | None = result.value
+        if index is None or not index.topics:
+            return self._grouped(memories, "fallback_parse_error")
+        groups = [(t.heading, [n - 1 for n in t.items if n >= 1]) for t in index.topics]
+        return render(groups, memories, self.item_chars, self.max_chars), "pointer"
+
+    def _summary(self, memories: list[Document]) -> tuple[str, str]:
+        assert self.llm is not None  # noqa: S101 - checked by the caller
+        prompt = resolve_prompt("snapshot", self.prompt)
+        try:
+            reply = (prompt | self.llm | StrOutputParser()).invoke(
+                {"memories": self._numbered(memories), "max_words": self.max_chars // 6}
+            )
+        except Exception as exc:  # any model failure degrades to grouping
+            logger.warning("snapshot summary failed: %s", exc)
+            return self._grouped(memories, "fallback_error")
+        text = strip_reasoning(reply).strip()
+        if not text:
+            return self._grouped(memories, "fallback_parse_error")
+        return text[: self.max_chars] + "\n", "summary"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _save(directory: Path, snapshot: Snapshot) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / SNAPSHOT_FILE
+    snapshot.path = str(path)
+    for name, content in (
+        (SNAPSHOT_FILE, snapshot.text),
+        (SNAPSHOT_META_FILE, json.dumps(asdict(snapshot), indent=2) + "\n"),
+    ):
+        tmp = directory / f".{name}.tmp"
+        tmp.write_text(content, encoding="utf-8")
+        tmp.replace(directory / name)
+    return path
+
+
+def load_snapshot(memory: MemoryStore) -> Snapshot | None:
+    """The snapshot saved next to ``memory``'s store, or None when none was built."""
+    if memory.data_dir is None:
+        return None
+    meta_path = memory.data_dir / SNAPSHOT_META_FILE
+    text_path = memory.data_dir / SNAPSHOT_FILE
+    if not meta_path.is_file() or not text_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta["text"] = text_path.read_text(encoding="utf-8")
+        return Snapshot(**meta)
+    except (OSError, ValueError, TypeError) as exc:
+        logger.warning("ignoring unreadable snapshot in %s: %s", memory.data_dir, exc)
+        return None

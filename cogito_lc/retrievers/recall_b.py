@@ -1,0 +1,349 @@
+"""RecallB: zero-LLM recall over any LangChain vector store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+
+from cogito_lc._core.filters import equality_predicate, store_filter
+from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc._core.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
+from cogito_lc._core.validation import (
+    RejectUnknownFields,
+    check_positive_int,
+    check_query,
+    reject_unknown_kwargs,
+)
+from cogito_lc.retrievers import _search
+from cogito_lc.retrievers._decompose import Decomposition, decompose_query
+from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
+from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source, LexicalHits
+from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
+from cogito_lc.retrievers._subquery_vectors import (
+    SubqueryVectorMode,
+    aembed_subqueries,
+    embed_subqueries,
+)
+from cogito_lc.retrievers._vector_cache import VectorCache
+
+__all__ = ["RecallB"]
+
+logger = logging.getLogger(__name__)
+
+
+class RecallB(RejectUnknownFields, BaseRetriever):
+    """Zero-LLM recall: decompose, search with every sub-query, fuse, re-rank by cosine.
+
+    The name comes from the reference design, cogito-ergo, whose zero-LLM recall is
+    ``recall_b`` (served at ``/recall_b``, as it is here): RecallB is that recall
+    rebuilt as a LangChain retriever over any vector store.
+
+    The query is split into sub-queries (:func:`~cogito_lc.retrievers.decompose_query`),
+    embedded in one batched call and searched in the vector store. The ranked
+    runs (the original query's weighted above its fragments) and a BM25 run
+    over the candidate pool are fused with reciprocal rank fusion keyed by
+    ``Document.id``; the pool is then ordered by a blend of the fused score and
+    the cosine similarity of each candidate to the original query. Candidate
+    vectors come from the store (Chroma returns them) or a bounded cache, never
+    from re-embedding the pool on every query.
+
+    Returned documents carry the stored ``page_content``, ``id`` and metadata;
+    scores and the method tag are added under ``metadata["cogito"]``
+    (:data:`~cogito_lc.METADATA_KEY`, which lists the keys and tags).
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import RecallB
+
+        store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+        store.add_texts(
+            ["Auth tokens expire after 3600 seconds.", "We chose PostgreSQL for billing."],
+            ids=["auth", "db"],
+        )
+        retriever = RecallB(vectorstore=store, k=5)
+        docs = retriever.invoke("how long do auth tokens last?")
+        docs[0].page_content  # 'Auth tokens expire after 3600 seconds.'
+        docs[0].metadata["cogito"]["method"]  # 'decompose_8'
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    vectorstore: VectorStore
+    """The store to search. It must have embeddings unless ``embeddings`` is given."""
+    embeddings: Embeddings | None = None
+    """Embeddings for queries; defaults to ``vectorstore.embeddings``."""
+    k: int = Field(default=10, ge=1)
+    """How many documents to return; can be overridden per call with ``invoke(query, k=...)``."""
+    fetch_k: int = Field(default=20, ge=1)
+    """How many documents each fragment sub-search fetches into the candidate pool."""
+    original_fetch_k: int = Field(default=30, ge=1)
+    """How many documents the search with the original query fetches."""
+    max_subqueries: int = Field(default=8, ge=1)
+    """The most sub-queries one recall searches with, the original query included."""
+    vocab_map: dict[str, list[str]] | None = None
+    """Plain words to the corpus's own terms, e.g. ``{"how fast": ["latency", "p95"]}``."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Passed to every sub-search, e.g. ``{"filter": {"user_id": "alice"}}``. A Chroma-style
+    ``where`` dict is translated for an ``InMemoryVectorStore`` (which takes a function of
+    the Document); other stores get the filter as given."""
+    rrf_k: int = Field(default=10, ge=0)
+    """The reciprocal rank fusion constant (lower favours the top of each run)."""
+    original_weight: float = Field(default=1.0, ge=0.0)
+    """RRF weight of the original query's vector run."""
+    fragment_weight: float = Field(default=0.5, ge=0.0)
+    """RRF weight of each fragment's vector run."""
+    bm25_weight: float = Field(default=0.5, ge=0.0)
+    """RRF weight of the BM25 run over the candidate pool; 0 turns it off."""
+    corpus_bm25_weight: float = Field(default=4.0, ge=0.0)
+    """RRF weight of the BM25 run over the whole corpus; 0 turns it off."""
+    corpus_bm25_k: int = Field(default=10, ge=1)
+    """How many documents the corpus BM25 run adds to the pool."""
+    lexical_index: Bm25Index | None = None
+    """Corpus BM25 index for stores other than Chroma (Chroma stores get one built and
+    refreshed automatically, per ``filter``). It must hold only documents this retriever
+    may return: filters in ``search_kwargs`` are not applied to it."""
+    cosine_weight: float = Field(default=0.35, ge=0.0, le=1.0)
+    """Share of the cosine similarity to the original query in the final blend; the rest
+    is the fused rank score. Both are scaled to 0..1 within the pool first."""
+    score_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Off by default. When set, return nothing if the best cosine is below it and no
+    candidate stands out from the runner-up by ``standout_margin``."""
+    standout_margin: float = Field(default=0.1, ge=0.0)
+    """How far the best cosine must lead the second for ``score_floor`` not to apply."""
+    cache_size: int = Field(default=10_000, ge=0)
+    """The most candidate vectors kept for stores that do not return their vectors."""
+    subquery_vectors: SubqueryVectorMode = "auto"
+    """How sub-query vectors are made: ``"span"`` derives them from one forward pass
+    of the query on a local sentence-transformers model; ``"batch"`` embeds all
+    sub-queries in one ``embed_documents`` call; ``"per_query"`` calls ``embed_query``
+    for each (for asymmetric models); ``"auto"`` (default) uses span where the
+    embeddings allow it, else batch."""
+
+    _cache: VectorCache = PrivateAttr()
+    _store: StoreAdapter = PrivateAttr()
+    _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _require_embeddings(self) -> RecallB:
+        if self.embeddings is None and self.vectorstore.embeddings is None:
+            msg = (
+                f"{type(self.vectorstore).__name__} has no embeddings: build the vector store "
+                "with an embedding function or pass embeddings=... to RecallB."
+            )
+            raise ValueError(msg)
+        self._cache = VectorCache(self.cache_size)
+        self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
+        self._store = adapter_for(self.vectorstore)
+        if isinstance(self._store, ChromaAdapter) and self.lexical_index is None:
+            self._chroma_bm25 = ChromaBm25Source(self._store)
+        return self
+
+    @property
+    def query_embeddings(self) -> Embeddings:
+        """The embeddings used for queries."""
+        embeddings = self.embeddings or self.vectorstore.embeddings
+        assert embeddings is not None  # noqa: S101 - guaranteed by the validator
+        return embeddings
+
+    def refresh_lexical_index(self) -> None:
+        """Rebuild the corpus BM25 index on next use (Chroma stores; after writes)."""
+        if self._chroma_bm25 is not None:
+            self._chroma_bm25.invalidate()
+
+    def decompose(self, query: str) -> Decomposition:
+        """The sub-queries this retriever searches with for ``query``."""
+        return decompose_query(query, vocab_map=self.vocab_map, max_subqueries=self.max_subqueries)
+
+    def _prepare(self, query: Any, kwargs: dict[str, Any]) -> tuple[Decomposition, int]:
+        reject_unknown_kwargs(f"{type(self).__name__}.invoke", kwargs.keys(), {"k"})
+        check_query(query)
+        k = check_positive_int(kwargs.get("k", self.k), name="k")
+        return self.decompose(query), k
+
+    def _fetch_ks(self, decomposition: Decomposition, k: int) -> list[int]:
+        fragments = len(decomposition.queries) - 1
+        return [max(self.original_fetch_k, k)] + [max(self.fetch_k, k)] * fragments
+
+    def _translated_kwargs(self) -> dict[str, Any]:
+        """``search_kwargs`` with the filter in the form the store takes."""
+        if "filter" not in self.search_kwargs:
+            return self.search_kwargs
+        native = store_filter(self.vectorstore, self.search_kwargs["filter"])
+        return {**self.search_kwargs, "filter": native}
+
+    def _pushdown(self) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
+        """The search kwargs to send, and a metadata predicate to apply to results in code.
+
+        A Chroma ``where`` filter makes every sub-search scan the matching set;
+        when a simple equality filter (a scope) matched the whole collection at
+        the last freshness check, the searches run unfiltered and the same
+        filter is applied to their results here, so a document written outside
+        the filter since the check can never come back.
+        """
+        where = self.search_kwargs.get("filter")
+        predicate = equality_predicate(where)
+        if (
+            predicate is None
+            or self._chroma_bm25 is None
+            or self.search_kwargs.get("where_document")
+            or not self._chroma_bm25.covers_all(where)
+        ):
+            return self._translated_kwargs(), None
+        return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
+
+    def _lexical_index(self) -> Bm25Index | None:
+        if self.lexical_index is not None or self._chroma_bm25 is None:
+            return self.lexical_index
+        return self._chroma_bm25.index_for(
+            self.search_kwargs.get("filter"), self.search_kwargs.get("where_document")
+        )
+
+    def _lexical_hits(self, query: str) -> LexicalHits | None:
+        if self.corpus_bm25_weight <= 0 and self.bm25_weight <= 0:
+            return None
+        index = self._lexical_index()
+        return index.hits(query) if index is not None else None
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        decomposition, k = self._prepare(query, kwargs)
+        vectors, _ = embed_subqueries(
+            self.query_embeddings, decomposition.queries, self.subquery_vectors
+        )
+        search_kwargs, post_filter = self._pushdown()
+        found = _search.search(
+            self._store,
+            decomposition.queries,
+            vectors,
+            fetch_ks=self._fetch_ks(decomposition, k),
+            search_kwargs=search_kwargs,
+        )
+        if post_filter is not None:
+            found.keep(post_filter)
+        hits = self._lexical_hits(decomposition.queries[0])
+        lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
+        _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
+        return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        decomposition, k = self._prepare(query, kwargs)
+        vectors, _ = await aembed_subqueries(
+            self.query_embeddings, decomposition.queries, self.subquery_vectors
+        )
+        loop = asyncio.get_running_loop()
+        search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
+        found = await _search.asearch(
+            self._store,
+            decomposition.queries,
+            vectors,
+            fetch_ks=self._fetch_ks(decomposition, k),
+            search_kwargs=search_kwargs,
+        )
+        if post_filter is not None:
+            found.keep(post_filter)
+        hits = await loop.run_in_executor(None, self._lexical_hits, decomposition.queries[0])
+        lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
+        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
+        return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
+
+    def _corpus_top(self, hits: LexicalHits | None) -> list[Document]:
+        if hits is None or self.corpus_bm25_weight <= 0:
+            return []
+        return hits.top(self.corpus_bm25_k)
+
+    def _rank(
+        self,
+        decomposition: Decomposition,
+        query_vector: Vector,
+        found: _search.SearchResult,
+        hits: LexicalHits | None,
+        lexical_run: list[str],
+        k: int,
+    ) -> list[Document]:
+        if not found.pool:
+            return []
+        keys = list(found.pool)
+        fused = self._fuse(decomposition.queries[0], found, hits, lexical_run, keys)
+        cosines = cosine_scores(query_vector, np.stack([found.vectors[key] for key in keys]))
+        if self._below_floor(cosines):
+            logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
+            return []
+        scores = blend(cosines, fused, self.cosine_weight)
+        order = np.argsort(-scores, kind="stable")[:k]
+        method = decomposition.method + ("_t" if found.text_search else "")
+        return [
+            _annotate(
+                found.pool[keys[i]],
+                {
+                    "score": float(scores[i]),
+                    "cosine": float(cosines[i]),
+                    "rrf": float(fused[i]),
+                    "rank": rank,
+                    "method": method,
+                },
+            )
+            for rank, i in enumerate(order, start=1)
+        ]
+
+    def _fuse(
+        self,
+        query: str,
+        found: _search.SearchResult,
+        hits: LexicalHits | None,
+        lexical_run: list[str],
+        keys: list[str],
+    ) -> Vector:
+        runs = list(found.vector_runs)
+        weights = [self.original_weight] + [self.fragment_weight] * (len(runs) - 1)
+        runs.append(lexical_run)
+        weights.append(self.corpus_bm25_weight)
+        if self.bm25_weight > 0:
+            runs.append(self._pool_bm25_run(query, found, hits, keys))
+            weights.append(self.bm25_weight)
+        fused_by_key = reciprocal_rank_fusion(runs, weights=weights, k=self.rrf_k)
+        return np.asarray([fused_by_key.get(key, 0.0) for key in keys], np.float32)
+
+    @staticmethod
+    def _pool_bm25_run(
+        query: str, found: _search.SearchResult, hits: LexicalHits | None, keys: list[str]
+    ) -> list[str]:
+        if hits is None:
+            return bm25_run(query, keys, [found.pool[key].page_content for key in keys])
+        scored = [(hits.score(key), key) for key in keys]
+        return [key for score, key in sorted(scored, key=lambda item: -item[0]) if score > 0]
+
+    def _below_floor(self, cosines: Vector) -> bool:
+        if self.score_floor is None:
+            return False
+        ordered = np.sort(cosines)[::-1]
+        best = float(ordered[0])
+        runner_up = float(ordered[1]) if len(ordered) > 1 else -1.0
+        return best < self.score_floor and best - runner_up < self.standout_margin
+
+
+def _annotate(document: Document, details: dict[str, Any]) -> Document:
+    return Document(
+        page_content=document.page_content,
+        metadata={**document.metadata, METADATA_KEY: details},
+        id=document.id,
+    )

@@ -1,0 +1,10 @@
+"""The memory service: settings, model factories and the FastAPI app.
+
+With the app's schemas and guards and the operations behind its endpoints. Needs the
+``server`` extra and goes through :class:`~cogito_lc.MemoryStore` for every store
+access. May import :mod:`cogito_lc.memory` and every layer below it; knows nothing of
+the benchmarks or the CLI. Nothing is re-exported here, so importing the settings does
+not import FastAPI.
+"""
+
+from __future__ import annotations

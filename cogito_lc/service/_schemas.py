@@ -1,0 +1,469 @@
+r"""Request and response bodies of the HTTP service, with the reference's field names.
+
+Request bodies reject unknown fields and wrong types (no coercion of ``"5"``
+to ``5``); their JSON schema says exactly what is accepted, so a client that
+follows the OpenAPI document never gets a 422. Every string must be valid
+Unicode (a lone surrogate is a 422 naming the field, never a store error), and
+a pattern must match the whole value, as in JSON Schema: ``"abc\n"`` is not an
+id. The text limits come from the settings, so :func:`request_models` builds
+the request classes per app.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictFloat,
+    StrictStr,
+    WithJsonSchema,
+    field_validator,
+)
+
+from cogito_lc._core.timestamps import parse_since
+from cogito_lc._core.validation import check_similarity_floor, check_unicode, echo
+from cogito_lc.memory.memory_store import RESERVED_METADATA_KEYS
+
+__all__ = [
+    "ID_PATTERN",
+    "LIMIT_MAX",
+    "METADATA_SCHEMA",
+    "NON_BLANK",
+    "USER_PATTERN",
+    "AddBody",
+    "AddResponse",
+    "CalibrateRequest",
+    "CalibrateResponse",
+    "DeleteResponse",
+    "ErrorResponse",
+    "FieldError",
+    "HealthResponse",
+    "MemoryHit",
+    "MemoryList",
+    "MemoryRecord",
+    "QueryResponse",
+    "RecallBResponse",
+    "RecallBody",
+    "RecallResponse",
+    "RequestModels",
+    "ScopedBody",
+    "SearchBody",
+    "SnapshotBuildRequest",
+    "SnapshotBuildResponse",
+    "SnapshotResponse",
+    "StoreBody",
+    "StoreResponse",
+    "ValidationErrorResponse",
+    "check_metadata",
+    "finite",
+    "request_models",
+]
+
+LIMIT_MAX = 200
+"""Largest ``limit`` a request may ask for."""
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"
+"""What a memory id given by a client looks like (letters, digits and ``._:@+-``)."""
+
+USER_PATTERN = ID_PATTERN
+"""What a per-request ``user_id`` looks like."""
+
+ID_MAX_CHARS = 128
+NON_BLANK = r"[^\t-\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+"""At least one character that is not whitespace, as Python's ``str.isspace`` defines it.
+
+The characters are listed rather than written ``\\S``, whose meaning differs between
+regex engines (Python, Rust, ECMAScript) for characters such as U+0085 and U+001C."""
+_RESERVED = "|".join(sorted(RESERVED_METADATA_KEYS))
+META_KEY_PATTERN = rf"^(?!(?:{_RESERVED})$)[A-Za-z_][A-Za-z0-9_.-]*$"
+META_KEY_MAX_CHARS = 64
+META_MAX_KEYS = 32
+META_STRING_MAX_CHARS = 4096
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+UserId = Annotated[StrictStr, Field(pattern=USER_PATTERN, max_length=ID_MAX_CHARS)]
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 5.0 as an integer; strict validation then rejects "5" and true.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Limit = Annotated[int, Field(strict=True, ge=1, le=LIMIT_MAX), BeforeValidator(_integral)]
+Threshold = Annotated[
+    StrictFloat,
+    AfterValidator(partial(check_similarity_floor, name="threshold")),
+    Field(json_schema_extra={"minimum": -1.0, "maximum": 1.0}),
+]
+
+_META_VALUE_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "maxLength": META_STRING_MAX_CHARS},
+        {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
+        {"type": "number"},
+        {"type": "boolean"},
+    ]
+}
+METADATA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": META_MAX_KEYS,
+    "propertyNames": {"pattern": META_KEY_PATTERN, "maxLength": META_KEY_MAX_CHARS},
+    "additionalProperties": _META_VALUE_SCHEMA,
+    "description": (
+        "Flat metadata: string, integer, number or boolean values; "
+        f"the keys {sorted(RESERVED_METADATA_KEYS)} are reserved."
+    ),
+}
+
+
+def _check_meta_key(key: Any) -> str:
+    shown = echo(key)
+    if not isinstance(key, str) or len(key) > META_KEY_MAX_CHARS:
+        msg = f"metadata key {shown} must be a string of at most {META_KEY_MAX_CHARS} characters"
+        raise ValueError(msg)
+    if key in RESERVED_METADATA_KEYS:
+        msg = f"metadata key {shown} is reserved: the store sets it; rename the key"
+        raise ValueError(msg)
+    if not re.fullmatch(META_KEY_PATTERN, key):
+        msg = f"metadata key {shown} must start with a letter or '_' and use only [A-Za-z0-9_.-]"
+        raise ValueError(msg)
+    return key
+
+
+def _check_meta_value(key: str, value: Any) -> str | int | float | bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) <= META_STRING_MAX_CHARS:
+        return check_unicode(value, name=f"metadata[{echo(key)}]")
+    if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    msg = (
+        f"metadata[{key!r}] must be a string (at most {META_STRING_MAX_CHARS} characters), "
+        "a 64-bit integer, a finite number or a boolean"
+    )
+    raise ValueError(msg)
+
+
+def check_metadata(value: Any) -> dict[str, str | int | float | bool]:
+    """Validate flat request metadata; errors name the key and say what is allowed.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import check_metadata
+
+        assert check_metadata({"topic": "auth", "ttl": 3600}) == {"topic": "auth", "ttl": 3600}
+        ```
+    """
+    if not isinstance(value, dict):
+        msg = "metadata must be a JSON object of keys to values"
+        raise ValueError(msg)  # noqa: TRY004 - reported as a validation error (422)
+    if len(value) > META_MAX_KEYS:
+        msg = f"metadata has {len(value)} keys; at most {META_MAX_KEYS} are allowed"
+        raise ValueError(msg)
+    return {_check_meta_key(key): _check_meta_value(key, item) for key, item in value.items()}
+
+
+Metadata = Annotated[
+    dict[str, Any], PlainValidator(check_metadata), WithJsonSchema(METADATA_SCHEMA)
+]
+
+
+class _Request(BaseModel):
+    """Strict JSON object: unknown fields and coercions are errors.
+
+    Patterns run on the Rust engine, whose ``$`` matches only at the end of the
+    value, as in the JSON Schema (ECMAScript) the OpenAPI document publishes;
+    Python's ``$`` also matches before a final newline.
+    """
+
+    model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
+
+
+class ScopedBody(_Request):
+    """A request that may name its scope."""
+
+    user_id: UserId | None = Field(
+        default=None,
+        description="Scope of this request; only when the server allows per-request scopes.",
+    )
+
+
+class SearchBody(ScopedBody):
+    """A search: ``text``, ``limit`` and a similarity floor."""
+
+    text: StrictStr
+    limit: Limit | None = Field(
+        default=None, description="How many memories to return (1..200; server default if null)."
+    )
+    threshold: Threshold | None = Field(
+        default=None, description="Lowest cosine similarity a result may have (-1..1)."
+    )
+
+
+class RecallBody(SearchBody):
+    """A two-stage recall; ``since`` keeps only memories stored at or after an instant."""
+
+    since: StrictStr | None = Field(
+        default=None,
+        json_schema_extra={"format": "date-time"},
+        description="Only memories stored at or after this ISO 8601 instant.",
+    )
+
+    @field_validator("since", mode="after")
+    @classmethod
+    def _parse_since(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_since(value)
+        return value
+
+
+class StoreBody(ScopedBody):
+    """Write one memory verbatim."""
+
+    text: StrictStr
+    id: str | None = Field(
+        default=None,
+        pattern=ID_PATTERN,
+        max_length=ID_MAX_CHARS,
+        description="Memory id; by default a stable hash of scope and text (idempotent).",
+    )
+    metadata: Metadata | None = None
+
+
+class AddBody(ScopedBody):
+    """Extract facts from text and store each (the text verbatim if extraction fails)."""
+
+    text: StrictStr
+    context_hints: list[Annotated[StrictStr, Field(max_length=1000)]] = Field(
+        default_factory=list, max_length=20, description="Hints that help fact extraction."
+    )
+
+
+class SnapshotBuildRequest(ScopedBody):
+    """Build the snapshot of the scope."""
+
+    rebuild: StrictBool = Field(default=False, description="Rebuild even when still fresh.")
+    dry_run: StrictBool = Field(default=False, description="Return it without saving.")
+
+
+class CalibrateRequest(ScopedBody):
+    """Calibrate the vocabulary map of the scope."""
+
+    dry_run: StrictBool = Field(default=False, description="Return the map without saving it.")
+
+
+@dataclass(frozen=True)
+class RequestModels:
+    """The request classes of one app, whose ``text`` fields carry its limits."""
+
+    query: type[SearchBody]
+    recall_b: type[SearchBody]
+    recall: type[RecallBody]
+    store: type[StoreBody]
+    add: type[AddBody]
+
+
+def _text_field(max_chars: int, what: str) -> Any:
+    return Field(
+        min_length=1,
+        max_length=max_chars,
+        pattern=NON_BLANK,
+        description=f"{what} (non-blank, at most {max_chars} characters).",
+    )
+
+
+def request_models(max_text_chars: int, max_query_chars: int) -> RequestModels:
+    """Request classes whose ``text`` fields carry these limits in validation and schema.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import request_models
+
+        models = request_models(100, 50)
+        assert models.store.model_json_schema()["properties"]["text"]["maxLength"] == 100
+        ```
+    """
+
+    class QueryRequest(SearchBody):
+        """Plain vector search (no LLM)."""
+
+        text: StrictStr = _text_field(max_query_chars, "The query")
+
+    class RecallBRequest(SearchBody):
+        """Zero-LLM recall (RecallB)."""
+
+        text: StrictStr = _text_field(max_query_chars, "The query")
+
+    class RecallRequest(RecallBody):
+        """Two-stage recall: RecallB, then the integer-pointer filter."""
+
+        text: StrictStr = _text_field(max_query_chars, "The query")
+
+    class StoreRequest(StoreBody):
+        """Write one memory verbatim."""
+
+        text: StrictStr = _text_field(max_text_chars, "The memory text")
+
+    class AddRequest(AddBody):
+        """Extract facts from text and store each (the text verbatim if extraction fails)."""
+
+        text: StrictStr = _text_field(max_text_chars, "The text to extract facts from")
+
+    return RequestModels(QueryRequest, RecallBRequest, RecallRequest, StoreRequest, AddRequest)
+
+
+# -- responses ------------------------------------------------------------------
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None (JSON has no NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return round(number, 6) if math.isfinite(number) else None
+
+
+class MemoryHit(BaseModel):
+    """A memory found by a search, with its score."""
+
+    id: str
+    text: str
+    score: float | None = None
+
+
+class QueryResponse(BaseModel):
+    """Results of ``/query``: cosine similarity to the query as ``score``."""
+
+    memories: list[MemoryHit]
+    method: str = "vector"
+
+
+class RecallBResponse(BaseModel):
+    """Results of ``/recall_b`` with RecallB's method tag (see :data:`~cogito_lc.METADATA_KEY`)."""
+
+    memories: list[MemoryHit]
+    method: str
+
+
+class RecallResponse(BaseModel):
+    """Results of ``/recall``: the filter's method tag and stage 1's."""
+
+    memories: list[MemoryHit]
+    method: str
+    recall_method: str | None = None
+
+
+class StoreResponse(BaseModel):
+    """The stored memory."""
+
+    id: str
+    text: str
+
+
+class AddResponse(BaseModel):
+    """What ``/add`` stored: texts (reference shape), their ids and the method tag."""
+
+    count: int
+    memories: list[str]
+    ids: list[str]
+    method: str
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory with its metadata."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+class MemoryList(BaseModel):
+    """A page of the memories in the scope."""
+
+    memories: list[MemoryRecord]
+    limit: int
+    offset: int
+    total: int
+
+
+class DeleteResponse(BaseModel):
+    """The deleted memory's id."""
+
+    id: str
+    deleted: bool = True
+
+
+class HealthResponse(BaseModel):
+    """Liveness and the state of the default scope."""
+
+    status: str
+    count: int
+    version: str
+    calibrated: bool
+    snapshot: bool
+
+
+class SnapshotResponse(BaseModel):
+    """The saved snapshot."""
+
+    snapshot: str
+    path: str | None
+
+
+class SnapshotBuildResponse(BaseModel):
+    """A built (or still fresh) snapshot."""
+
+    snapshot: str
+    path: str | None
+    built_at: str
+    count: int
+    sampled: int
+    method: str
+    saved: bool
+
+
+class CalibrateResponse(BaseModel):
+    """The calibrated vocabulary map."""
+
+    vocab_map: dict[str, list[str]]
+    count: int
+    method: str
+    path: str | None
+    saved: bool
+    dropped: list[str]
+
+
+class ErrorResponse(BaseModel):
+    """An error with a short message."""
+
+    detail: str
+
+
+class FieldError(BaseModel):
+    """One invalid field of a request."""
+
+    field: str
+    message: str
+    type: str
+
+
+class ValidationErrorResponse(BaseModel):
+    """A request that failed validation: a summary naming the fields, and each error."""
+
+    detail: str
+    errors: list[FieldError]

@@ -1,0 +1,587 @@
+"""Settings of the memory service, read from the environment and JSON config files.
+
+Priority, highest first: keyword overrides passed to :func:`load_settings`,
+environment variables (``COGITO_PORT``, ``COGITO_STORE_PATH``, ...), then
+``./.cogito.json``, then ``~/.cogito/config.json``, then the defaults. An
+explicit config file (``load_settings(config_path=...)``, ``--config PATH`` on
+the command line) replaces the two-file lookup.
+
+Keys and defaults follow the reference service where they still make sense,
+and its configuration files load as written. Models are named by strings that
+:mod:`cogito_lc.service.models` turns into LangChain objects: ``ollama:<model>``,
+``openai:<model>`` (any OpenAI-compatible server at ``filter_endpoint``),
+``anthropic:<model>`` (with ``ANTHROPIC_API_KEY``) and, for embeddings,
+``huggingface:<name or path>``. A name without a provider is read as the
+reference reads it (see :func:`route_model_string`): a ``filter_model`` goes to
+``filter_endpoint`` as is when one is set, ``anthropic/<model>`` goes to
+Anthropic, anything else to Ollama. The defaults work offline: local MiniLM
+embeddings, embedded Chroma, no LLM.
+
+Tokens are :class:`~pydantic.SecretStr`: ``repr`` and ``str`` of the settings
+show ``'**********'`` and no error message of this module repeats a value.
+
+Example:
+    ```python
+    import json
+    from pathlib import Path
+
+    from cogito_lc.service.config import load_settings
+
+    settings = load_settings()  # env > ./.cogito.json > ~/.cogito/config.json > defaults
+    settings.port  # 19420
+    Path("cogito.json").write_text(json.dumps({"port": 19421, "recall_limit": 5}))
+    settings = load_settings("cogito.json", port=8080)  # explicit file, override
+    settings.port, settings.recall_limit  # (8080, 5)
+    ```
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+import ipaddress
+import json
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from cogito_lc._core.validation import check_similarity_floor
+from cogito_lc.extraction.llm_extractor import StructuredOutputMode
+
+__all__ = [
+    "CHAT_PROVIDERS",
+    "EMBEDDING_PROVIDERS",
+    "ENV_PREFIX",
+    "MIN_API_TOKEN_CHARS",
+    "CogitoSettings",
+    "ConfigError",
+    "default_config_files",
+    "is_loopback",
+    "load_settings",
+    "route_chat_model",
+    "route_model_string",
+    "split_model_string",
+]
+
+ENV_PREFIX = "COGITO_"
+"""Prefix of every environment variable the settings read (``COGITO_PORT`` -> ``port``)."""
+
+CHAT_PROVIDERS = ("ollama", "openai", "anthropic")
+"""Providers a chat model string (``filter_model``, ``llm_model``) may name."""
+
+EMBEDDING_PROVIDERS = ("huggingface", "ollama", "openai")
+"""Providers an embeddings string (``embed_model``) may name."""
+
+DEFAULT_PROVIDER = "ollama"
+"""Provider of a model name given without one, as in the reference service."""
+
+MIN_API_TOKEN_CHARS = 16
+"""Shortest ``api_token`` accepted without a warning."""
+
+_config_files: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
+    "cogito_config_files", default=None
+)
+
+
+class ConfigError(ValueError):
+    """A config file, environment variable or override holds a bad value.
+
+    The message names the source (file path or variable), the key and what is
+    wrong, and for JSON syntax errors the line and column; it never repeats the
+    value itself, which may be a secret.
+    """
+
+
+def split_model_string(value: str, *, key: str, providers: Sequence[str]) -> tuple[str, str]:
+    """Split ``"provider:name"`` into its provider and name.
+
+    Only the first colon separates, so ``"ollama:qwen3:4b"`` names the Ollama
+    model ``qwen3:4b``.
+
+    Args:
+        value: The model string.
+        key: The settings key it came from, for the error message.
+        providers: The providers allowed for this key.
+
+    Returns:
+        ``(provider, name)``.
+
+    Raises:
+        ValueError: If the provider is missing or not one of ``providers``, or
+            the name is empty.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import split_model_string
+
+        split = split_model_string("ollama:qwen3:4b", key="llm_model", providers=["ollama"])
+        assert split == ("ollama", "qwen3:4b")
+        ```
+    """
+    provider, sep, name = value.partition(":")
+    if not sep or provider not in providers or not name.strip():
+        allowed = ", ".join(f"'{p}:<model>'" for p in providers)
+        msg = f"{key} must be a provider-prefixed model string ({allowed}), got {value!r}."
+        raise ValueError(msg)
+    return provider, name.strip()
+
+
+def route_model_string(
+    value: str, *, key: str, providers: Sequence[str], gateway: bool = False
+) -> tuple[str, str]:
+    """The provider and model name a model string means, read as the reference reads it.
+
+    - ``"provider:name"`` with one of ``providers``: that provider (only the
+      first colon separates, so ``"ollama:qwen3:4b"`` is Ollama's ``qwen3:4b``).
+    - Any other string with ``gateway`` (a ``filter_model`` with
+      ``filter_endpoint`` set): the OpenAI-compatible gateway, name as is.
+    - ``"anthropic/<name>"`` (when ``anthropic`` is one of ``providers``): Anthropic.
+    - Anything else (``"mistral:7b"``, ``"nomic-embed-text"``): Ollama.
+
+    Args:
+        value: The model string.
+        key: The settings key it came from, for the error message.
+        providers: The providers this key may name with a prefix.
+        gateway: Whether a name without a provider goes to ``filter_endpoint``.
+
+    Returns:
+        ``(provider, name)``.
+
+    Raises:
+        ValueError: If the string is blank or names a provider but no model.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import CHAT_PROVIDERS, route_model_string
+
+        route = route_model_string("mistral:7b", key="llm_model", providers=CHAT_PROVIDERS)
+        assert route == ("ollama", "mistral:7b")
+        route = route_model_string(
+            "anthropic/claude-haiku-4-5", key="filter_model", providers=CHAT_PROVIDERS
+        )
+        assert route == ("anthropic", "claude-haiku-4-5")
+        ```
+    """
+    provider, sep, name = value.strip().partition(":")
+    if sep and provider in providers:
+        if not name.strip():
+            msg = f"{key}={value!r} names no model; write '{provider}:<model>'."
+            raise ValueError(msg)
+        return provider, name.strip()
+    if not value.strip():
+        msg = f"{key} must not be empty; name a model or leave the key out."
+        raise ValueError(msg)
+    if gateway:
+        return "openai", value.strip()
+    vendor, slash, model = value.strip().partition("/")
+    if slash and vendor == "anthropic" and "anthropic" in providers and model.strip():
+        return "anthropic", model.strip()
+    return DEFAULT_PROVIDER, value.strip()
+
+
+def route_chat_model(value: str, *, key: str, filter_endpoint: str | None) -> tuple[str, str]:
+    """The provider and model name of a chat model setting (``filter_model``, ``llm_model``).
+
+    A ``filter_model`` without a provider goes to ``filter_endpoint`` as is when
+    one is set, as the reference service sends it; see :func:`route_model_string`.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import route_chat_model
+
+        route = route_chat_model(
+            "anthropic/claude-haiku-4-5", key="filter_model", filter_endpoint="http://gw/"
+        )
+        assert route == ("openai", "anthropic/claude-haiku-4-5")
+        ```
+    """
+    gateway = key == "filter_model" and bool(filter_endpoint)
+    return route_model_string(value, key=key, providers=CHAT_PROVIDERS, gateway=gateway)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import is_loopback
+
+        assert is_loopback("127.0.0.1")
+        assert not is_loopback("0.0.0.0")
+        ```
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def default_config_files() -> tuple[Path, ...]:
+    """The config files looked up without ``--config``, highest priority first."""
+    return (Path.cwd() / ".cogito.json", Path.home() / ".cogito" / "config.json")
+
+
+class CogitoSettings(BaseSettings):
+    """Settings of the memory service (``COGITO_*`` variables and JSON config keys).
+
+    Instantiating the class reads the environment and the default config
+    files; :func:`load_settings` does the same with an optional explicit file
+    and turns validation errors into :class:`ConfigError` messages that name
+    the file or variable.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+
+        settings = CogitoSettings(filter_token="t0ps3cret")
+        assert repr(settings.filter_token) == "SecretStr('**********')"
+        assert settings.filter_token is not None
+        assert settings.filter_token.get_secret_value() == "t0ps3cret"
+        ```
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        validate_default=True,
+        case_sensitive=False,
+    )
+
+    # -- the HTTP service -------------------------------------------------------
+    host: str = "127.0.0.1"
+    """Address the server binds. Any non-loopback address requires ``api_token``."""
+    port: int = Field(default=19420, ge=1, le=65535)
+    """Server port (``COGITO_PORT``)."""
+    api_token: SecretStr | None = None
+    """Bearer token every endpoint but ``/health`` requires when set; never empty (16+ chars)."""
+    allow_request_scope: bool = False
+    """Let each request choose its ``user_id`` (``X-Cogito-User`` header or body field).
+
+    Any client that may call the server can then act in any scope: turn it on
+    for a trusted caller (an agent host or gateway that authenticates its users)."""
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    """Largest request body accepted; larger bodies get HTTP 413."""
+    max_text_chars: int = Field(default=100_000, ge=1)
+    """Longest memory text accepted by ``/store`` and ``/add``."""
+    max_query_chars: int = Field(default=10_000, ge=1)
+    """Longest query text accepted by ``/query``, ``/recall_b`` and ``/recall``."""
+    max_concurrent_requests: int = Field(default=64, ge=1)
+    """Requests served at once; more get HTTP 503 with ``Retry-After``."""
+    worker_threads: int = Field(default=4, ge=1, le=64)
+    """Threads that run blocking work (embeddings, store and model calls)."""
+
+    # -- scope ------------------------------------------------------------------
+    user_id: str = Field(default="agent", min_length=1, max_length=128)
+    """The memory namespace requests act in (unless per-request scopes are allowed)."""
+
+    # -- models -----------------------------------------------------------------
+    filter_endpoint: str | None = None
+    """Base URL of an OpenAI-compatible server for ``openai:`` models (e.g. llama.cpp)."""
+    filter_token: SecretStr | None = None
+    """Bearer token for ``filter_endpoint``."""
+    anthropic_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("cogito_anthropic_api_key", "anthropic_api_key"),
+    )
+    """Key of Anthropic's API for ``anthropic:`` models (also read from ``ANTHROPIC_API_KEY``)."""
+    filter_model: str | None = None
+    """Chat model of the recall filter, e.g. ``openai:gemma-3-270m``; None: no LLM."""
+    filter_timeout_ms: int = Field(default=12_000, ge=1)
+    """Timeout of one chat model call, in milliseconds."""
+    ollama_url: str = "http://localhost:11434"
+    """Base URL of Ollama for ``ollama:`` models."""
+    llm_model: str | None = None
+    """Chat model of fact extraction, snapshots and calibration; defaults to ``filter_model``."""
+    llm_structured_output: StructuredOutputMode = "auto"
+    """How the output schema reaches the model (``json_object`` for llama-cpp-python)."""
+    embed_model: str = "huggingface:all-MiniLM-L6-v2"
+    """Embeddings; the default is the MiniLM model bundled with the ``local`` extra."""
+
+    # -- store ------------------------------------------------------------------
+    store_path: Path = Path("~/.cogito/store")
+    """Directory of the embedded Chroma store (and of snapshots and vocabulary maps)."""
+    collection: str = Field(default="cogito_memory", min_length=3, max_length=512)
+    """Chroma collection name."""
+    chroma_host: str | None = None
+    """Host of a Chroma server to use instead of the embedded store."""
+    chroma_port: int = Field(default=8000, ge=1, le=65535)
+    """Port of the Chroma server."""
+
+    # -- recall -----------------------------------------------------------------
+    recall_limit: int = Field(default=50, ge=1, le=200)
+    """Default ``limit`` of ``/recall`` and ``/recall_b``."""
+    query_limit: int = Field(default=5, ge=1, le=200)
+    """Default ``limit`` of ``/query``."""
+    recall_threshold: float | None = None
+    """Lowest cosine similarity (-1..1) of a ``/recall`` or ``/recall_b`` result; None: no floor."""
+    query_threshold: float | None = None
+    """Lowest cosine similarity (-1..1) of a ``/query`` result; None: no floor."""
+    vocab_map: dict[str, list[str]] | None = None
+    """Plain words to the corpus's own terms for RecallB; None: the calibrated map, if any."""
+    snapshot_mode: Literal["pointer", "summary"] = "pointer"
+    """How ``/snapshot/build`` builds the snapshot with a model."""
+
+    @field_validator("store_path", mode="after")
+    @classmethod
+    def _expand_store_path(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("api_token", mode="after")
+    @classmethod
+    def _check_api_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        token = value.get_secret_value()
+        if not token.strip():
+            msg = (
+                "api_token is empty: set a token of at least "
+                f"{MIN_API_TOKEN_CHARS} characters (python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'), or leave it unset to serve "
+                "127.0.0.1 without authentication."
+            )
+            raise ValueError(msg)
+        if len(token) < MIN_API_TOKEN_CHARS:
+            warnings.warn(
+                f"api_token is shorter than {MIN_API_TOKEN_CHARS} characters and easy to "
+                "guess; use a longer random token.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return value
+
+    @field_validator("anthropic_api_key", mode="after")
+    @classmethod
+    def _blank_key_is_no_key(cls, value: SecretStr | None) -> SecretStr | None:
+        # ANTHROPIC_API_KEY is shared with other tools; exported empty, it means "none".
+        return value if value is not None and value.get_secret_value().strip() else None
+
+    @field_validator("filter_model", "llm_model", mode="after")
+    @classmethod
+    def _check_chat_model(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        key = str(info.field_name)
+        endpoint = info.data.get("filter_endpoint")
+        provider, _ = route_chat_model(value, key=key, filter_endpoint=endpoint)
+        if provider == "anthropic" and info.data.get("anthropic_api_key") is None:
+            msg = (
+                f"{key}={value!r} calls Anthropic's API, which needs ANTHROPIC_API_KEY "
+                "(or the anthropic_api_key key); to go through an OpenAI-compatible "
+                "gateway instead, set filter_endpoint"
+            )
+            if key != "filter_model":
+                msg += f" and write {key}='openai:<model>'"
+            raise ValueError(msg + ".")
+        return value
+
+    @field_validator("embed_model", mode="after")
+    @classmethod
+    def _check_embed_model(cls, value: str) -> str:
+        route_model_string(value, key="embed_model", providers=EMBEDDING_PROVIDERS)
+        return value
+
+    @field_validator("recall_threshold", "query_threshold", mode="after")
+    @classmethod
+    def _check_similarity_floor(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None:
+            check_similarity_floor(value, name=str(info.field_name))
+        return value
+
+    @field_validator("host", "user_id", "collection", mode="after")
+    @classmethod
+    def _check_not_blank(cls, value: str, info: Any) -> str:
+        if not value.strip():
+            msg = f"{info.field_name} must not be empty."
+            raise ValueError(msg)
+        return value
+
+    @property
+    def chat_model(self) -> str | None:
+        """The chat model string of extraction, snapshots and calibration."""
+        return self.llm_model or self.filter_model
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Overrides, then the environment, then each config file in priority order."""
+        files = _config_files.get() or default_config_files()
+        return (
+            init_settings,
+            env_settings,
+            *(JsonFileSource(settings_cls, path) for path in files),
+        )
+
+
+class JsonFileSource(PydanticBaseSettingsSource):
+    """One JSON config file; a missing file gives nothing, a bad one a :class:`ConfigError`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: :meth:`__call__` reads the whole file at once."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The file's keys, checked against the settings' field names."""
+        data = read_config_file(self.path)
+        _check_keys(self.path, data, self.settings_cls.model_fields)
+        return data
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (``{}`` if the file does not exist).
+
+    Raises:
+        ConfigError: If the file cannot be read, is not valid JSON (the message
+            gives line and column) or does not hold a JSON object.
+    """
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"config file {path}: cannot be read ({type(exc).__name__}: {exc.args[-1]})."
+        raise ConfigError(msg) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = (
+            f"config file {path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."
+        )
+        raise ConfigError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"config file {path}: must hold a JSON object of keys, got {type(data).__name__}."
+        raise ConfigError(msg)
+    return data
+
+
+def _check_keys(path: Path, data: Mapping[str, Any], fields: Mapping[str, Any]) -> None:
+    for key in data:
+        if key in fields:
+            continue
+        close = difflib.get_close_matches(key, list(fields), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        msg = f"config file {path}: unknown key {key!r}{hint}. Known keys: {', '.join(fields)}."
+        raise ConfigError(msg)
+
+
+@contextmanager
+def _files(paths: tuple[Path, ...]) -> Iterator[None]:
+    token = _config_files.set(paths)
+    try:
+        yield
+    finally:
+        _config_files.reset(token)
+
+
+def load_settings(config_path: str | Path | None = None, **overrides: Any) -> CogitoSettings:
+    """Read the settings: overrides > environment > config file(s) > defaults.
+
+    Args:
+        config_path: A JSON config file that replaces the lookup of
+            ``./.cogito.json`` and ``~/.cogito/config.json``; it must exist.
+        **overrides: Settings given in code or on the command line (``port=8080``).
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        ConfigError: If a source holds a bad value; the message names the file
+            or environment variable and the key, and never the value.
+
+    Example:
+        ```python
+        from pathlib import Path
+
+        from cogito_lc.service.config import load_settings
+
+        Path("cogito.json").write_text('{"recall_limit": 5}')
+        settings = load_settings("./cogito.json", port=19421)
+        assert (settings.port, settings.recall_limit) == (19421, 5)
+        ```
+    """
+    if config_path is not None:
+        path = Path(config_path).expanduser()
+        if path.is_dir():
+            msg = f"config file {path} is a directory; pass the path of a JSON file."
+            raise ConfigError(msg)
+        if not path.is_file():
+            msg = f"config file {path} does not exist; check the --config path."
+            raise ConfigError(msg)
+        files: tuple[Path, ...] = (path,)
+    else:
+        files = default_config_files()
+    with _files(files):
+        try:
+            return CogitoSettings(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, files, overrides)) from None
+        except SettingsError as exc:
+            raise ConfigError(_describe_settings_error(exc)) from None
+
+
+def _source_of(key: str, files: Sequence[Path], overrides: Mapping[str, Any]) -> str:
+    if key in overrides:
+        return f"override {key!r}"
+    env_name = f"{ENV_PREFIX}{key}".upper()
+    if any(name.upper() == env_name for name in os.environ):
+        return f"environment variable {env_name}"
+    for path in files:
+        if key in _keys_of(path):
+            return f"config file {path}: key {key!r}"
+    return f"setting {key!r}"
+
+
+def _keys_of(path: Path) -> set[str]:
+    try:
+        return set(read_config_file(path))
+    except ConfigError:  # pragma: no cover - the file source raised it already
+        return set()
+
+
+def _describe(exc: ValidationError, files: Sequence[Path], overrides: Mapping[str, Any]) -> str:
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        key = str(error["loc"][0]) if error["loc"] else "settings"
+        where = ".".join(str(part) for part in error["loc"][1:])
+        detail = f" at {where}" if where else ""
+        problems.append(f"{_source_of(key, files, overrides)}{detail}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def _describe_settings_error(exc: SettingsError) -> str:
+    text = str(exc)
+    field = text.split('"')[1] if text.count('"') >= 2 else "?"
+    return (
+        f"environment variable {ENV_PREFIX}{field.upper()}: cannot be parsed "
+        "(complex values such as vocab_map must be JSON)."
+    )

@@ -1,0 +1,281 @@
+"""Factories that turn :class:`~cogito_lc.service.config.CogitoSettings` into LangChain objects.
+
+Model strings name a provider (:func:`cogito_lc.service.config.route_model_string`):
+
+- chat models (``filter_model``, ``llm_model``): ``ollama:<model>`` gives
+  ``ChatOllama`` at ``ollama_url``; ``openai:<model>`` gives ``ChatOpenAI`` at
+  ``filter_endpoint`` with ``filter_token`` (any OpenAI-compatible server:
+  llama.cpp, LM Studio, vLLM, a gateway); ``anthropic:<model>`` gives
+  ``ChatAnthropic`` with ``anthropic_api_key``. As in the reference service, a
+  ``filter_model`` without a provider goes to ``filter_endpoint`` as is when one
+  is set, ``anthropic/<model>`` goes to Anthropic and any other name to Ollama
+  (``mistral:7b``). No model configured gives None, and the stages that would
+  use one report ``fallback_no_llm``.
+- embeddings (``embed_model``): ``huggingface:<name or path>`` (the default
+  ``huggingface:all-MiniLM-L6-v2`` is the offline model bundled with the
+  ``local`` extra), ``ollama:<model>`` (also a name without a provider, such as
+  ``nomic-embed-text``), ``openai:<model>``.
+
+Provider packages are optional extras, imported only when a setting names
+them; a missing one raises ``ImportError`` naming the extra to install.
+
+Example:
+    ```python
+    from cogito_lc.service.config import load_settings
+    from cogito_lc.service.models import memory_from_settings
+
+    memory = memory_from_settings(load_settings())  # embedded Chroma, MiniLM, no LLM
+    memory.store("Auth tokens expire after 3600 seconds.")
+    ```
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import SecretStr
+
+from cogito_lc.service.config import EMBEDDING_PROVIDERS, route_chat_model, route_model_string
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.vectorstores import VectorStore
+
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.service.config import CogitoSettings
+
+__all__ = [
+    "chat_model_from_settings",
+    "embeddings_from_settings",
+    "memory_from_settings",
+    "vectorstore_from_settings",
+]
+
+logger = logging.getLogger(__name__)
+
+_BUNDLED_MINILM = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
+_EXTRAS = {
+    "langchain_ollama": "ollama",
+    "langchain_openai": "openai",
+    "langchain_anthropic": "anthropic",
+    "langchain_huggingface": "local",
+}
+_PLACEHOLDER_KEY = "not-needed"
+
+
+def _import(module: str, purpose: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        extra = _EXTRAS.get(module, "local")
+        msg = (
+            f"{purpose} needs the '{extra}' extra: pip install 'cogito-lc[{extra}]' "
+            f"(module {module} is not installed)."
+        )
+        raise ImportError(msg) from exc
+
+
+def _timeout_seconds(settings: CogitoSettings) -> float:
+    return settings.filter_timeout_ms / 1000
+
+
+def _openai_key(settings: CogitoSettings) -> SecretStr | None:
+    if settings.filter_token is not None:
+        return settings.filter_token
+    # Local OpenAI-compatible servers need no key, but the client insists on one.
+    return SecretStr(_PLACEHOLDER_KEY) if settings.filter_endpoint else None
+
+
+def chat_model_from_settings(
+    settings: CogitoSettings, *, purpose: Literal["filter", "extract"] = "filter"
+) -> BaseChatModel | None:
+    """The chat model a setting names, or None when none is configured.
+
+    Args:
+        settings: The settings.
+        purpose: ``"filter"`` reads ``filter_model``; ``"extract"`` (fact
+            extraction, snapshots, calibration) reads ``llm_model`` and falls
+            back to ``filter_model``.
+
+    Returns:
+        ``ChatOllama``, ``ChatOpenAI`` or ``ChatAnthropic``, with the configured
+        timeout and at most one retry; None without a configured model.
+
+    Raises:
+        ImportError: If the provider's extra is not installed.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import chat_model_from_settings
+
+        settings = CogitoSettings(
+            filter_model="openai:gemma-3-270m", filter_endpoint="http://127.0.0.1:8080/v1"
+        )
+        llm = chat_model_from_settings(settings)  # ChatOpenAI against llama.cpp; no call yet
+        assert chat_model_from_settings(CogitoSettings()) is None  # no model configured
+        ```
+    """
+    value = settings.filter_model if purpose == "filter" else settings.chat_model
+    if value is None:
+        return None
+    key = "filter_model" if purpose == "filter" or not settings.llm_model else "llm_model"
+    provider, name = route_chat_model(value, key=key, filter_endpoint=settings.filter_endpoint)
+    if provider == "ollama":
+        module = _import("langchain_ollama", f"{key}={value!r}")
+        timeout = _timeout_seconds(settings)
+        return cast(
+            "BaseChatModel",
+            module.ChatOllama(
+                model=name, base_url=settings.ollama_url, client_kwargs={"timeout": timeout}
+            ),
+        )
+    if provider == "anthropic":
+        module = _import("langchain_anthropic", f"{key}={value!r}")
+        return cast(
+            "BaseChatModel",
+            module.ChatAnthropic(
+                model=name,
+                api_key=settings.anthropic_api_key,
+                timeout=_timeout_seconds(settings),
+                max_retries=1,
+            ),
+        )
+    module = _import("langchain_openai", f"{key}={value!r}")
+    return cast(
+        "BaseChatModel",
+        module.ChatOpenAI(
+            model=name,
+            base_url=settings.filter_endpoint,
+            api_key=_openai_key(settings),
+            timeout=_timeout_seconds(settings),
+            max_retries=1,
+        ),
+    )
+
+
+def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
+    """The embeddings ``embed_model`` names.
+
+    ``huggingface:all-MiniLM-L6-v2`` loads the model bundled with the ``local``
+    extra (offline); another ``huggingface:`` name or path loads that
+    sentence-transformers model with normalised vectors.
+
+    Raises:
+        ImportError: If the provider's extra is not installed.
+
+    Example:
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import embeddings_from_settings
+
+        embeddings = embeddings_from_settings(CogitoSettings())  # offline MiniLM
+        assert len(embeddings.embed_query("hello")) == 384
+        ```
+    """
+    provider, name = route_model_string(
+        settings.embed_model, key="embed_model", providers=EMBEDDING_PROVIDERS
+    )
+    purpose = f"embed_model={settings.embed_model!r}"
+    if provider == "huggingface":
+        if name in _BUNDLED_MINILM:
+            from cogito_lc.embeddings.local import local_embeddings
+
+            return local_embeddings()
+        module = _import("langchain_huggingface", purpose)
+        return cast(
+            "Embeddings",
+            module.HuggingFaceEmbeddings(
+                model_name=name,
+                model_kwargs={"device": "cpu"},
+                encode_kwargs={"normalize_embeddings": True},
+            ),
+        )
+    if provider == "ollama":
+        module = _import("langchain_ollama", purpose)
+        return cast("Embeddings", module.OllamaEmbeddings(model=name, base_url=settings.ollama_url))
+    module = _import("langchain_openai", purpose)
+    return cast(
+        "Embeddings",
+        module.OpenAIEmbeddings(
+            model=name,
+            base_url=settings.filter_endpoint,
+            api_key=_openai_key(settings),
+            timeout=_timeout_seconds(settings),
+            check_embedding_ctx_length=False,
+        ),
+    )
+
+
+def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) -> VectorStore:
+    """Chroma: embedded at ``store_path``, or a Chroma server at ``chroma_host:chroma_port``.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import vectorstore_from_settings
+
+        settings = CogitoSettings(store_path="./store")  # embedded Chroma in ./store
+        store = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=64))
+        store.add_texts(["Auth tokens expire after 3600 seconds."])
+        ```
+    """
+    from langchain_chroma import Chroma
+
+    if settings.chroma_host:
+        import chromadb
+
+        client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
+        return Chroma(
+            collection_name=settings.collection, embedding_function=embeddings, client=client
+        )
+    settings.store_path.mkdir(parents=True, exist_ok=True)
+    return Chroma(
+        collection_name=settings.collection,
+        embedding_function=embeddings,
+        persist_directory=str(settings.store_path),
+    )
+
+
+def memory_from_settings(
+    settings: CogitoSettings, *, embeddings: Embeddings | None = None
+) -> MemoryStore:
+    """A MemoryStore for the settings: store, embeddings, fact extractor and scope.
+
+    The store's scope is ``{"user_id": settings.user_id}``; snapshots and the
+    vocabulary map are kept in ``store_path`` (also with a Chroma server); with a chat model
+    configured (``llm_model`` or ``filter_model``) ``add`` extracts facts
+    through it, else it stores text verbatim (``fallback_no_llm``).
+
+    Args:
+        settings: The settings.
+        embeddings: Embeddings to use instead of building them from ``embed_model``.
+
+    Returns:
+        The memory store.
+    """
+    from cogito_lc.extraction.fact_extractor import FactExtractor
+    from cogito_lc.memory.memory_store import MemoryStore
+
+    vectorstore = vectorstore_from_settings(
+        settings, embeddings or embeddings_from_settings(settings)
+    )
+    llm = chat_model_from_settings(settings, purpose="extract")
+    extractor = (
+        FactExtractor.from_llm(llm, structured_output=settings.llm_structured_output)
+        if llm is not None
+        else None
+    )
+    return MemoryStore(
+        vectorstore,
+        extractor=extractor,
+        scope={"user_id": settings.user_id},
+        max_text_chars=settings.max_text_chars,
+        vocab_map=settings.vocab_map,
+        data_dir=settings.store_path,
+    )

@@ -1,0 +1,604 @@
+r"""The memory service: the reference HTTP API over a MemoryStore, served by uvicorn.
+
+Endpoints (field names and shapes of the reference service):
+
+- ``GET /health``: ``{"status", "count", "version", "calibrated", "snapshot"}``.
+- ``GET /snapshot``: ``{"snapshot", "path"}``; 404 when none was built.
+- ``POST /query`` ``{"text", "limit"}``: plain vector search, no LLM.
+- ``POST /recall_b`` ``{"text", "limit"}``: RecallB, ``{"memories", "method"}``.
+- ``POST /recall`` ``{"text", "limit", "since"?}``: RecallB then the pointer filter;
+  ``method`` is ``filter`` or a ``fallback_*``/``skipped_*`` tag.
+- ``POST /store`` ``{"text", "id"?, "metadata"?}`` -> ``{"id", "text"}``.
+- ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
+- ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
+- ``POST /snapshot/build``, ``POST /calibrate``.
+
+Every request acts in one scope: the configured ``user_id``, or, when
+``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
+``user_id``. A request may carry the header once: two ``X-Cogito-User`` headers
+are a 400, so a gateway that scopes requests sets the header itself, replacing
+any the client sent (a body ``user_id`` naming another scope is then a 403).
+The server binds 127.0.0.1 by default; another address needs
+``COGITO_API_TOKEN``, and with a token every endpoint but ``/health`` requires
+``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
+invalid requests 422 naming the field, a failing model or upstream server 502,
+a failing store 503; no traceback or internal path reaches a client. Blocking
+work runs in worker threads, writes one at a time.
+
+Example:
+    ```bash
+    cogito-lc-server                       # 127.0.0.1:19420, embedded store, MiniLM, no LLM
+    cogito-lc-server --config ./cogito.json --port 19421
+    curl -s localhost:19420/store -d '{"text": "Auth tokens expire after 3600 s."}' \\
+         -H 'content-type: application/json'
+    ```
+
+    ```python
+    from fastapi.testclient import TestClient
+
+    from cogito_lc.service.config import CogitoSettings
+    from cogito_lc.service.server import create_app
+
+    app = create_app(CogitoSettings(store_path="./memory"))  # any ASGI server
+    with TestClient(app) as client:  # in process, no port
+        client.post("/store", json={"text": "Auth tokens expire after 3600 s."})
+        client.post("/recall_b", json={"text": "auth tokens"}).json()["memories"][0]["text"]
+        # 'Auth tokens expire after 3600 s.'
+    ```
+"""
+
+import argparse
+import inspect
+import logging
+import math
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+
+from cogito_lc import __version__
+from cogito_lc.memory.memory_store import MemoryStore
+from cogito_lc.service._guard import (
+    BearerAuthMiddleware,
+    BodyLimitMiddleware,
+    ConcurrencyLimitMiddleware,
+    bearer_dependency,
+    method_not_allowed_handler,
+    unhandled_error_handler,
+    validation_error_handler,
+)
+from cogito_lc.service._schemas import (
+    ID_MAX_CHARS,
+    LIMIT_MAX,
+    USER_PATTERN,
+    AddBody,
+    AddResponse,
+    CalibrateRequest,
+    CalibrateResponse,
+    DeleteResponse,
+    ErrorResponse,
+    HealthResponse,
+    MemoryList,
+    MemoryRecord,
+    QueryResponse,
+    RecallBody,
+    RecallBResponse,
+    RecallResponse,
+    RequestModels,
+    ScopedBody,
+    SearchBody,
+    SnapshotBuildRequest,
+    SnapshotBuildResponse,
+    SnapshotResponse,
+    StoreBody,
+    StoreResponse,
+    ValidationErrorResponse,
+    request_models,
+)
+from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
+from cogito_lc.service.config import CogitoSettings, ConfigError, is_loopback, load_settings
+from cogito_lc.service.models import chat_model_from_settings, memory_from_settings
+
+__all__ = ["check_bind", "create_app", "main", "serve"]
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+_NOISY_LOGGERS = ("bm25s", "chromadb", "sentence_transformers", "httpx")
+_SCOPES_DISABLED = (
+    "per-request scopes are disabled on this server; omit X-Cogito-User and user_id, "
+    "or start it with allow_request_scope=true"
+)
+_SCOPES_DIFFER = "X-Cogito-User and user_id name different scopes; send one of them"
+_SCOPE_HEADER = "x-cogito-user"
+_SCOPE_HEADER_TWICE = (
+    "X-Cogito-User was sent {count} times; send it once (a gateway must replace the "
+    "client's header, not add a second one)"
+)
+_SCOPE_HEADER_HELP = (
+    "Scope (user_id) of this request, sent at most once (two are a 400). Behind a "
+    "gateway, the gateway sets it and replaces any the client sent."
+)
+_DESCRIPTIONS = {
+    400: "Malformed request body, or X-Cogito-User sent more than once",
+    401: "Missing or invalid bearer token",
+    403: "Per-request scope not allowed, or two different scopes named",
+    404: "Not found in this scope",
+    409: "The id is taken by another memory",
+    413: "Request body too large",
+    502: "A model or upstream server did not answer",
+    503: "Store unavailable or server busy",
+}
+
+
+def _responses(*codes: int, auth: bool) -> dict[int | str, dict[str, Any]]:
+    documented: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorResponse, "description": _DESCRIPTIONS[code]}
+        for code in sorted({*codes, 400, 413, 503, *((401,) if auth else ())})
+    }
+    documented[422] = {"model": ValidationErrorResponse, "description": "Invalid request"}
+    return documented
+
+
+def json_body(model: type[M], *, required: bool = True) -> Any:
+    """A dependency that validates the JSON body against ``model`` (a class built per app).
+
+    FastAPI reads a body's class from a parameter annotation; the request classes
+    carry the app's text limits, so they are made at run time and declared here.
+    """
+
+    async def body_of(body: Any) -> Any:
+        return body
+
+    annotation = Annotated[model if required else model | None, Body()]  # type: ignore[valid-type]
+    parameter = inspect.Parameter(
+        "body",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=annotation,
+        default=inspect.Parameter.empty if required else None,
+    )
+    body_of.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    return Depends(body_of)
+
+
+def _reject_repeated_scope_header(request: Request) -> None:
+    count = len(request.headers.getlist(_SCOPE_HEADER))
+    if count > 1:
+        raise HTTPException(400, _SCOPE_HEADER_TWICE.format(count=count))
+
+
+class _Scopes:
+    """Resolves the scope of a request from the header and the body."""
+
+    def __init__(self, service: MemoryService, allowed: bool) -> None:
+        self.service = service
+        self.allowed = allowed
+        self.header = self._header_dependency()
+
+    def _header_dependency(self) -> Callable[..., Any]:
+        if self.allowed:
+
+            async def scoped_header(
+                request: Request,
+                x_cogito_user: Annotated[
+                    str | None,
+                    Header(
+                        pattern=USER_PATTERN,
+                        max_length=ID_MAX_CHARS,
+                        description=_SCOPE_HEADER_HELP,
+                    ),
+                ] = None,
+            ) -> str | None:
+                _reject_repeated_scope_header(request)
+                return x_cogito_user
+
+            return scoped_header
+
+        async def no_scope_header(request: Request) -> str | None:
+            _reject_repeated_scope_header(request)
+            if _SCOPE_HEADER in request.headers:
+                raise HTTPException(403, _SCOPES_DISABLED)
+            return None
+
+        return no_scope_header
+
+    def view(self, header_user: str | None, body: ScopedBody | None = None) -> ScopeView:
+        body_user = body.user_id if body is not None else None
+        if body_user is not None and not self.allowed:
+            raise HTTPException(403, _SCOPES_DISABLED)
+        if header_user is not None and body_user is not None and header_user != body_user:
+            raise HTTPException(403, _SCOPES_DIFFER)
+        return self.service.view(body_user or header_user)
+
+
+def _record(doc: Any) -> MemoryRecord:
+    metadata = {
+        key: value
+        for key, value in doc.metadata.items()
+        if not isinstance(value, float) or math.isfinite(value)  # JSON has no NaN
+    }
+    return MemoryRecord(id=doc.id or "", text=doc.page_content, metadata=metadata)
+
+
+def _search_routes(
+    router: APIRouter, service: MemoryService, models: RequestModels, scopes: _Scopes, auth: bool
+) -> None:
+    user = Annotated[str | None, Depends(scopes.header)]
+
+    @router.post("/query", response_model=QueryResponse, responses=_responses(403, auth=auth))
+    async def query(
+        body: Annotated[SearchBody, json_body(models.query)], header_user: user
+    ) -> QueryResponse:
+        """Plain vector search in the scope (no LLM); ``score`` is cosine similarity."""
+        view = scopes.view(header_user, body)
+        hits = await service.read(service.query, view, body.text, body.limit, body.threshold)
+        return QueryResponse(memories=hits)
+
+    @router.post("/recall_b", response_model=RecallBResponse, responses=_responses(403, auth=auth))
+    async def recall_b(
+        body: Annotated[SearchBody, json_body(models.recall_b)], header_user: user
+    ) -> RecallBResponse:
+        """Zero-LLM recall (RecallB); ``method`` is its tag (listed under ``METADATA_KEY``)."""
+        view = scopes.view(header_user, body)
+        hits, method = await service.read(
+            service.recall_b, view, body.text, body.limit, body.threshold
+        )
+        return RecallBResponse(memories=hits, method=method)
+
+    @router.post(
+        "/recall", response_model=RecallResponse, responses=_responses(403, 502, auth=auth)
+    )
+    async def recall(
+        body: Annotated[RecallBody, json_body(models.recall)], header_user: user
+    ) -> RecallResponse:
+        """Two-stage recall: RecallB, then the integer-pointer filter (``method``)."""
+        view = scopes.view(header_user, body)
+        hits, method, recall_method = await service.read(
+            service.recall, view, body.text, body.limit, body.threshold, body.since
+        )
+        return RecallResponse(memories=hits, method=method, recall_method=recall_method)
+
+
+def _write_routes(
+    router: APIRouter, service: MemoryService, models: RequestModels, scopes: _Scopes, auth: bool
+) -> None:
+    user = Annotated[str | None, Depends(scopes.header)]
+
+    @router.post("/store", response_model=StoreResponse, responses=_responses(403, 409, auth=auth))
+    async def store(
+        body: Annotated[StoreBody, json_body(models.store)], header_user: user
+    ) -> StoreResponse:
+        """Write one memory verbatim; the same text twice in a scope is one memory."""
+        view = scopes.view(header_user, body)
+        doc = await service.store(view, body.text, body.id, body.metadata)
+        return StoreResponse(id=doc.id or "", text=doc.page_content)
+
+    @router.post("/add", response_model=AddResponse, responses=_responses(403, 502, auth=auth))
+    async def add(
+        body: Annotated[AddBody, json_body(models.add)], header_user: user
+    ) -> AddResponse:
+        """Extract facts and store each; the text itself when extraction fails."""
+        view = scopes.view(header_user, body)
+        result = await service.write(service.add, view, body.text, body.context_hints)
+        return AddResponse(
+            count=result.count,
+            memories=[doc.page_content for doc in result.memories],
+            ids=[doc.id or "" for doc in result.memories],
+            method=result.method,
+        )
+
+
+def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
+    user = Annotated[str | None, Depends(scopes.header)]
+    memory_id = Annotated[
+        str, Path(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
+    ]
+
+    @router.get("/memories", response_model=MemoryList, responses=_responses(403, auth=auth))
+    async def list_memories(
+        header_user: user,
+        limit: Annotated[int, Query(ge=1, le=LIMIT_MAX)] = 50,
+        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    ) -> MemoryList:
+        """A page of the memories in the scope, with the scope's total."""
+        view = scopes.view(header_user)
+        docs, total = await service.read(service.page, view, limit, offset)
+        return MemoryList(
+            memories=[_record(d) for d in docs], limit=limit, offset=offset, total=total
+        )
+
+    @router.get(
+        "/memories/{id}", response_model=MemoryRecord, responses=_responses(403, 404, auth=auth)
+    )
+    async def get_memory(id: memory_id, header_user: user) -> MemoryRecord:  # noqa: A002
+        """One memory of the scope; 404 for an id outside it."""
+        view = scopes.view(header_user)
+        return _record(await service.read(service.get, view, id))
+
+    @router.delete(
+        "/memories/{id}", response_model=DeleteResponse, responses=_responses(403, 404, auth=auth)
+    )
+    async def delete_memory(id: memory_id, header_user: user) -> DeleteResponse:  # noqa: A002
+        """Delete one memory of the scope; 404 for an id outside it."""
+        view = scopes.view(header_user)
+        await service.write(service.delete, view, id)
+        return DeleteResponse(id=id)
+
+
+def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
+    user = Annotated[str | None, Depends(scopes.header)]
+
+    @router.get(
+        "/snapshot", response_model=SnapshotResponse, responses=_responses(403, 404, auth=auth)
+    )
+    async def get_snapshot(header_user: user) -> SnapshotResponse:
+        """The saved snapshot of the scope; 404 when none was built."""
+        snapshot = await service.read(service.snapshot, scopes.view(header_user))
+        if snapshot is None:
+            raise HTTPException(404, "no snapshot was built yet; POST /snapshot/build")
+        return SnapshotResponse(snapshot=snapshot.text, path=service.public_path(snapshot.path))
+
+    @router.post(
+        "/snapshot/build",
+        response_model=SnapshotBuildResponse,
+        responses=_responses(403, 502, auth=auth),
+    )
+    async def build_snapshot(
+        header_user: user,
+        body: Annotated[
+            SnapshotBuildRequest | None, json_body(SnapshotBuildRequest, required=False)
+        ] = None,
+    ) -> SnapshotBuildResponse:
+        """Build the scope's snapshot (reused while fresh unless ``rebuild``)."""
+        request = body or SnapshotBuildRequest()
+        view = scopes.view(header_user, request)
+        snapshot = await service.job(service.build_snapshot, view, request.rebuild, request.dry_run)
+        return SnapshotBuildResponse(
+            snapshot=snapshot.text,
+            path=service.public_path(snapshot.path),
+            built_at=snapshot.built_at,
+            count=snapshot.count,
+            sampled=snapshot.sampled,
+            method=snapshot.method,
+            saved=snapshot.path is not None and not request.dry_run,
+        )
+
+    @router.post(
+        "/calibrate",
+        response_model=CalibrateResponse,
+        responses=_responses(403, 502, auth=auth),
+    )
+    async def calibrate(
+        header_user: user,
+        body: Annotated[
+            CalibrateRequest | None, json_body(CalibrateRequest, required=False)
+        ] = None,
+    ) -> CalibrateResponse:
+        """Calibrate the scope's vocabulary map from a sample of its memories."""
+        request = body or CalibrateRequest()
+        view = scopes.view(header_user, request)
+        result = await service.job(service.calibrate, view, request.dry_run)
+        return CalibrateResponse(
+            vocab_map=result.vocab_map,
+            count=len(result.vocab_map),
+            method=result.method,
+            path=service.public_path(result.path),
+            saved=result.path is not None,
+            dropped=list(result.dropped),
+        )
+
+
+def _health_router(service: MemoryService) -> APIRouter:
+    router = APIRouter()
+
+    @router.head("/health", include_in_schema=False)
+    async def health_head() -> None:
+        """Liveness for probes that send HEAD (no body)."""
+
+    @router.get("/health", response_model=HealthResponse, responses=_responses(auth=False))
+    async def health() -> HealthResponse:
+        """Liveness and the configured scope's state; needs no token."""
+        view = service.view(None)
+        count = await service.read(service.count, view)
+        snapshot = await service.read(service.snapshot, view)
+        return HealthResponse(
+            status="ok",
+            count=count,
+            version=__version__,
+            calibrated=bool(view.memory.vocab_map),
+            snapshot=snapshot is not None,
+        )
+
+    return router
+
+
+def _options(settings: CogitoSettings) -> ServiceOptions:
+    return ServiceOptions(
+        filter_llm=chat_model_from_settings(settings, purpose="filter"),
+        extract_llm=chat_model_from_settings(settings, purpose="extract"),
+        structured_output=settings.llm_structured_output,
+        filter_timeout=settings.filter_timeout_ms / 1000,
+        query_limit=settings.query_limit,
+        recall_limit=settings.recall_limit,
+        query_threshold=settings.query_threshold,
+        recall_threshold=settings.recall_threshold,
+        vocab_map=settings.vocab_map,
+        snapshot_mode=settings.snapshot_mode,
+        worker_threads=settings.worker_threads,
+    )
+
+
+def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        embeddings = memory.vectorstore.embeddings
+        if embeddings is not None:  # load the model before the first request, if it answers
+            try:
+                await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
+            except Exception as exc:  # requests report it as 502/503
+                logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
+        yield
+
+    return lifespan
+
+
+def create_app(
+    settings: CogitoSettings | None = None, *, memory: MemoryStore | None = None
+) -> FastAPI:
+    """The FastAPI app of the memory service.
+
+    Args:
+        settings: The settings; :func:`~cogito_lc.service.config.load_settings` by default.
+        memory: The store to serve; by default one built from the settings
+            (embedded Chroma at ``store_path``, ``embed_model``, extraction with
+            ``llm_model`` when set). Its scope is the default scope of requests.
+
+    Returns:
+        The app, ready for any ASGI server (``serve`` runs it with uvicorn).
+
+    Example:
+        ```python
+        # needs: a free port (runs a server until interrupted)
+        import uvicorn
+
+        from cogito_lc.service.config import load_settings
+        from cogito_lc.service.server import create_app
+
+        uvicorn.run(create_app(load_settings()), host="127.0.0.1", port=19420)
+        ```
+    """
+    settings = settings or load_settings()
+    memory = memory if memory is not None else memory_from_settings(settings)
+    service = MemoryService(memory, _options(settings))
+    token = settings.api_token.get_secret_value().encode() if settings.api_token else None
+    auth = token is not None
+    app = FastAPI(
+        title="cogito-lc memory service",
+        version=__version__,
+        summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
+        lifespan=_lifespan(memory),
+        docs_url=None if auth else "/docs",
+        redoc_url=None,
+    )
+    app.state.service = service
+    scopes = _Scopes(service, settings.allow_request_scope)
+    models = request_models(settings.max_text_chars, settings.max_query_chars)
+    router = APIRouter(dependencies=[Depends(bearer_dependency(token))] if token else [])
+    _search_routes(router, service, models, scopes, auth)
+    _write_routes(router, service, models, scopes, auth)
+    _memory_routes(router, service, scopes, auth)
+    _job_routes(router, service, scopes, auth)
+    health = _health_router(service)
+    app.include_router(health)
+    app.include_router(router)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
+    app.add_exception_handler(Exception, unhandled_error_handler)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if token:
+        app.add_middleware(BearerAuthMiddleware, token=token)
+    app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
+    return app
+
+
+def check_bind(settings: CogitoSettings) -> None:
+    """Refuse to bind a non-loopback address without an API token.
+
+    Raises:
+        ConfigError: If ``host`` is not a loopback address and ``api_token`` is unset.
+
+    Example:
+        ```python
+        from pydantic import SecretStr
+
+        from cogito_lc.service.config import CogitoSettings, ConfigError
+        from cogito_lc.service.server import check_bind
+
+        check_bind(CogitoSettings(host="127.0.0.1"))  # loopback: no token needed
+        token = SecretStr("a-long-random-token-0123456789")
+        check_bind(CogitoSettings(host="0.0.0.0", api_token=token))  # a token: any address
+        try:
+            check_bind(CogitoSettings(host="0.0.0.0"))
+        except ConfigError as exc:
+            print(exc)  # host='0.0.0.0' is not a loopback address: set COGITO_API_TOKEN ...
+        ```
+    """
+    if not is_loopback(settings.host) and settings.api_token is None:
+        msg = (
+            f"host={settings.host!r} is not a loopback address: set COGITO_API_TOKEN (api_token) "
+            "so that clients must authenticate, or bind 127.0.0.1."
+        )
+        raise ConfigError(msg)
+
+
+def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") -> None:
+    """Run the service with uvicorn until interrupted.
+
+    Raises:
+        ConfigError: If the settings are invalid or the bind is refused (see :func:`check_bind`).
+    """
+    import uvicorn
+
+    settings = settings or load_settings()
+    check_bind(settings)
+    app = create_app(settings)
+    logger.info(
+        "serving %s on %s:%d (collection %r, embeddings %s, model %s)",
+        settings.store_path,
+        settings.host,
+        settings.port,
+        settings.collection,
+        settings.embed_model,
+        settings.chat_model or "none",
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=10,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cogito-lc-server", description="Serve cogito-lc memory over HTTP."
+    )
+    parser.add_argument("--config", help="JSON config file (replaces the default lookup)")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 19420)")
+    parser.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``cogito-lc-server``: ``[--config PATH] [--host H] [--port P]``."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    level = getattr(logging, args.log_level.upper())
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in _NOISY_LOGGERS:  # per-request debug chatter of libraries
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    overrides = {
+        key: value for key in ("host", "port") if (value := getattr(args, key)) is not None
+    }
+    try:
+        settings = load_settings(args.config, **overrides)
+        check_bind(settings)
+    except ConfigError as exc:
+        parser.exit(2, f"cogito-lc-server: error: {exc}\n")
+    serve(settings, log_level=args.log_level)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

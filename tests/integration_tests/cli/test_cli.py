@@ -1,0 +1,232 @@
+"""The cogito-lc CLI on real parts: the embedded store, and a real server over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration_tests.conftest import EXAMPLES_DATA
+from tests.integration_tests.service_process import ServiceProcess, free_port, start_service
+
+
+def cli(
+    *args: str, env: dict[str, str], cwd: Path, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "cogito_lc.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        pytest.fail(f"cogito-lc {' '.join(args)} -> {done.returncode}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "COGITO_STORE_PATH": str(tmp_path / "store"),
+        "HF_HUB_OFFLINE": "1",
+        "COLUMNS": "200",
+    }
+
+
+def test_embedded_store_seed_store_recall_and_health(env: dict[str, str], tmp_path: Path) -> None:
+    seeded = cli("seed", str(EXAMPLES_DATA), env=env, cwd=tmp_path)
+    assert "5 files, 57 chunks: stored 57" in seeded.stdout
+    again = cli("seed", str(EXAMPLES_DATA), "--dry-run", env=env, cwd=tmp_path)
+    assert "would store 0, skipped 57" in again.stdout
+
+    stored = cli(
+        "store",
+        "The staging database password rotates every 30 days.",
+        "--raw",
+        env=env,
+        cwd=tmp_path,
+    )
+    memory_id = json.loads(stored.stdout)["id"]
+
+    recalled = cli(
+        "recall-b", "how often does the staging password rotate", "--raw", env=env, cwd=tmp_path
+    )
+    answer = json.loads(recalled.stdout)
+    assert answer["memories"][0]["id"] == memory_id
+    assert answer["method"].startswith("decompose_")
+
+    table = cli("query", "Which AWS region does production run in?", env=env, cwd=tmp_path)
+    assert "eu-west-1" in table.stdout
+    assert "rank" in table.stdout
+
+    two_stage = json.loads(
+        cli("recall", "auth token lifetime", "--raw", env=env, cwd=tmp_path).stdout
+    )
+    assert two_stage["memories"]
+    assert "fallback_no_llm" in two_stage["method"]
+
+    health = json.loads(cli("health", "--raw", env=env, cwd=tmp_path).stdout)
+    assert health["count"] == 58
+
+    snap = cli("snapshot", "--dry-run", env=env, cwd=tmp_path)
+    assert "## " in snap.stdout
+    assert "fallback_no_llm" in snap.stderr
+
+
+def test_errors_are_one_line_with_documented_exit_codes(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    empty = cli("recall-b", "   ", env=env, cwd=tmp_path, check=False)
+    assert empty.returncode == 2
+    assert empty.stderr.strip().splitlines() == ["error: query is empty; pass some text."]
+
+    missing = cli("seed", str(tmp_path / "nope"), env=env, cwd=tmp_path, check=False)
+    assert missing.returncode == 2
+    assert "is not a directory" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    no_server = cli("--server", "http://127.0.0.1:9", "health", env=env, cwd=tmp_path, check=False)
+    assert no_server.returncode == 1
+    assert "no cogito-lc server answers at http://127.0.0.1:9" in no_server.stderr
+    assert len(no_server.stderr.strip().splitlines()) == 1
+
+    bad_config = tmp_path / "bad.json"
+    bad_config.write_text('{"port": 19420,\n "recall_limit": "many"}')
+    config = cli("--config", str(bad_config), "health", env=env, cwd=tmp_path, check=False)
+    assert config.returncode == 2
+    assert "recall_limit" in config.stderr
+    assert "Traceback" not in config.stderr
+
+    bad_limit = cli("query", "x", "--limit", "0", env=env, cwd=tmp_path, check=False)
+    assert bad_limit.returncode == 2
+
+    unknown = cli("prompts", "show", "nope", env=env, cwd=tmp_path, check=False)
+    assert unknown.returncode == 2
+    assert "no prompt named 'nope'" in unknown.stderr
+
+    rejected = cli("store", "x", "--id", "no spaces allowed", env=env, cwd=tmp_path, check=False)
+    assert rejected.returncode == 2  # the service's 422, in process
+    assert rejected.stderr.startswith("error: bad input: id")
+
+
+def test_seed_with_a_failed_file_exits_1(env: dict[str, str], tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nA note that cannot be stored.\n", encoding="utf-8")
+    seeded = cli(
+        "--server", "http://127.0.0.1:1", "seed", str(notes), env=env, cwd=tmp_path, check=False
+    )
+    assert "1 failed" in seeded.stdout
+    assert seeded.returncode == 1
+    assert "Traceback" not in seeded.stderr
+
+
+def test_argument_that_is_not_utf8_is_bad_input(env: dict[str, str], tmp_path: Path) -> None:
+    text = os.fsdecode(b"bad \xff text")  # what the shell passes for $'bad \xff text'
+    stored = cli("store", text, env=env, cwd=tmp_path, check=False)
+    assert stored.returncode == 2
+    assert stored.stderr.strip().splitlines() == [
+        "error: text is not valid UTF-8 text (character 5); pass UTF-8 text (check the "
+        "terminal's or the file's encoding)."
+    ]
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_since_out_of_the_date_range_is_bad_input(
+    env: dict[str, str], tmp_path: Path, since: str
+) -> None:
+    recalled = cli("recall", "auth", "--since", since, env=env, cwd=tmp_path, check=False)
+    assert recalled.returncode == 2
+    assert "--since" in recalled.stderr
+    assert "500" not in recalled.stderr
+    assert len(recalled.stderr.strip().splitlines()) == 1
+
+
+def test_config_that_is_a_directory_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    done = cli("--config", str(tmp_path), "health", env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert f"config file {tmp_path} is a directory" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "server"])
+def test_serve_refuses_an_empty_token(env: dict[str, str], tmp_path: Path, command: str) -> None:
+    # Loopback only: before the fix an empty token went unnoticed and this served.
+    empty = {**env, "COGITO_API_TOKEN": ""}
+    port = str(free_port())
+    done = cli(
+        command,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        port,
+        env=empty,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "environment variable COGITO_API_TOKEN" in done.stderr
+    assert "api_token is empty" in done.stderr
+
+
+def test_server_script_refuses_an_empty_token_in_a_config_file(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "public.json"
+    config.write_text(json.dumps({"host": "0.0.0.0", "api_token": ""}), encoding="utf-8")  # noqa: S104
+    done = subprocess.run(
+        [sys.executable, "-m", "cogito_lc.service.server", "--config", str(config),
+         "--host", "127.0.0.1", "--port", str(free_port())],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "api_token is empty" in done.stderr
+
+
+def test_help_documents_exit_codes(env: dict[str, str], tmp_path: Path) -> None:
+    helped = cli("--help", env=env, cwd=tmp_path)
+    assert "Exit codes" in helped.stdout
+    listed = cli("prompts", "list", env=env, cwd=tmp_path)
+    assert "fact_extraction" in listed.stdout
+    shown = cli("prompts", "show", "pointer_filter", env=env, cwd=tmp_path)
+    assert '"ids" array holds the numbers' in shown.stdout
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServiceProcess]:
+    service = start_service(tmp_path / "server-store")
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def test_server_path_goes_through_http(
+    env: dict[str, str], tmp_path: Path, server: ServiceProcess
+) -> None:
+    remote = {**env, "COGITO_SERVER": server.base_url}
+    seeded = cli("seed", str(EXAMPLES_DATA), env=remote, cwd=tmp_path)
+    assert "57 chunks: stored 57" in seeded.stdout
+    answer = json.loads(
+        cli("recall-b", "How long do auth tokens last?", "--raw", env=remote, cwd=tmp_path).stdout
+    )
+    assert "3600 seconds" in answer["memories"][0]["text"]
+    with server.client() as client:
+        assert client.get("/health").json()["count"] == 57
+    rejected = cli("store", "x", "--id", "no spaces allowed", env=remote, cwd=tmp_path, check=False)
+    assert rejected.returncode == 2  # the service's 422, over HTTP
+    assert rejected.stderr.startswith("error: bad input: id")
+    # The embedded store named by the configuration was never touched.
+    assert not (tmp_path / "store").exists()

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_chroma import Chroma
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from cogito_lc import MemoryStore
+from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
+from cogito_lc.retrievers.recall_b import RecallB
+from tests.unit_tests.conftest import HashEmbeddings
+from tests.unit_tests.fakes import json_reply
+
+CORPUS = [
+    "Search p95 latency budget is 250 ms.",
+    "Throughput of the ingest worker is 4k events per second.",
+    "Auth tokens expire after 3600 seconds.",
+]
+
+
+@pytest.fixture
+def memory(embeddings: HashEmbeddings, tmp_path: Path) -> MemoryStore:
+    store = Chroma("calib", embeddings, persist_directory=str(tmp_path / "store"))
+    memory = MemoryStore(store)
+    memory.store_many(CORPUS)
+    return memory
+
+
+def test_invented_terms_are_dropped(memory: MemoryStore) -> None:
+    llm = json_reply({"How Fast": ["latency", "throughput", "warp factor"], "login": ["oauth"]})
+    result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
+    assert result.method == "calibrated"
+    assert result.vocab_map == {"how fast": ["latency", "throughput"]}
+    assert sorted(result.dropped) == ["oauth", "warp factor"]
+    assert result.path is None
+
+
+def test_saved_and_picked_up_by_new_retrievers(
+    memory: MemoryStore, embeddings: HashEmbeddings
+) -> None:
+    result = VocabCalibrator.from_llm(json_reply({"how fast": ["latency"]})).calibrate(memory)
+    assert result.path is not None
+    assert json.loads(Path(result.path).read_text()) == {"how fast": ["latency"]}
+    retriever = memory.as_retriever()
+    assert isinstance(retriever, RecallB)
+    assert retriever.vocab_map == {"how fast": ["latency"]}
+    reopened = MemoryStore(Chroma("calib", embeddings, persist_directory=str(memory.data_dir)))
+    assert reopened.vocab_map == {"how fast": ["latency"]}
+    docs = retriever.invoke("how fast is search")
+    assert docs[0].metadata["cogito"]["method"].endswith("_v")
+
+
+def test_at_most_max_keys() -> None:
+    raw = {f"phrase {i}": ["latency"] for i in range(100)}
+    kept, _ = filter_vocab_map(raw, "latency", max_keys=60)
+    assert len(kept) == 60
+
+
+def test_terms_match_whole_words_only() -> None:
+    kept, dropped = filter_vocab_map({"speed": ["ate", "latency"]}, "p95 latency")
+    assert kept == {"speed": ["latency"]}
+    assert dropped == ["ate"]
+
+
+def test_no_llm_and_bad_output(memory: MemoryStore) -> None:
+    assert VocabCalibrator.from_llm(None).calibrate(memory).method == "fallback_no_llm"
+    bad = VocabCalibrator.from_llm(FakeListChatModel(responses=["no idea"])).calibrate(memory)
+    assert bad.method == "fallback_parse_error"
+    assert memory.vocab_map is None

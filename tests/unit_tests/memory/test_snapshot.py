@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from cogito_lc import MemoryStore
+from cogito_lc.memory._grouping import group_memories
+from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot, render
+from tests.unit_tests.conftest import HashEmbeddings
+from tests.unit_tests.fakes import json_reply
+
+MEMORIES = [
+    "Auth tokens expire after 3600 seconds.",
+    "Refresh tokens rotate on every use.",
+    "Billing uses PostgreSQL 16 for multi-row transactions.",
+    "Invoices are emailed on the first business day.",
+]
+
+
+@pytest.fixture
+def memory(embeddings: HashEmbeddings, tmp_path: Path) -> MemoryStore:
+    store = Chroma("snap", embeddings, persist_directory=str(tmp_path / "store"))
+    memory = MemoryStore(store, scope={"user_id": "alice"})
+    memory.store_many(MEMORIES)
+    return memory
+
+
+def test_pointer_mode_renders_stored_text_under_model_headings(memory: MemoryStore) -> None:
+    listed = memory.list()
+    auth = [i + 1 for i, d in enumerate(listed) if "token" in d.page_content.lower()]
+    llm = json_reply(
+        {
+            "topics": [
+                {"heading": "Auth", "items": [*auth, 99, -1, auth[0]]},
+                {"heading": "## Billing\nInjected", "items": [0, 3]},
+            ]
+        }
+    )
+    snapshot = SnapshotBuilder.from_llm(llm).build(memory)
+    assert snapshot.method == "pointer"
+    lines = snapshot.text.splitlines()
+    assert lines[0] == "## Auth"
+    bullets = [line[2:] for line in lines if line.startswith("- ")]
+    assert set(bullets) <= set(MEMORIES)
+    assert {listed[n - 1].page_content for n in auth} <= set(bullets)
+    assert "## Billing Injected" in lines
+    assert len(bullets) == len(set(bullets))
+
+
+def test_no_llm_groups_without_a_model(memory: MemoryStore) -> None:
+    snapshot = SnapshotBuilder.from_llm(None).build(memory)
+    assert snapshot.method == "grouped|fallback_no_llm"
+    bullets = [line[2:] for line in snapshot.text.splitlines() if line.startswith("- ")]
+    assert sorted(bullets) == sorted(MEMORIES)
+
+
+def test_grouping_uses_kind_then_shared_keywords() -> None:
+    docs = [
+        Document(page_content="Always squash merge.", metadata={"kind": "rule"}),
+        Document(page_content="Never push to main.", metadata={"kind": "rule"}),
+        Document(page_content="Prefers dark mode.", metadata={"kind": "preference"}),
+        Document(page_content="The deploy pipeline runs canaries."),
+        Document(page_content="A deploy freeze holds on Fridays."),
+        Document(page_content="Lunch is at noon."),
+    ]
+    assert group_memories(docs) == [
+        ("deploy", [3, 4]),
+        ("rule", [0, 1]),
+        ("other", [5]),
+        ("preference", [2]),
+    ]
+
+
+def test_unparseable_pointer_reply_falls_back_to_grouping(memory: MemoryStore) -> None:
+    llm = FakeListChatModel(responses=["I think the topics are auth and billing."])
+    snapshot = SnapshotBuilder.from_llm(llm).build(memory)
+    assert snapshot.method == "grouped|fallback_parse_error"
+    assert snapshot.text
+
+
+def test_summary_mode_strips_think_blocks(memory: MemoryStore) -> None:
+    llm = FakeListChatModel(responses=["<think>plan</think>## Auth\n- tokens last an hour"])
+    snapshot = SnapshotBuilder.from_llm(llm, mode="summary").build(memory)
+    assert snapshot.method == "summary"
+    assert snapshot.text == "## Auth\n- tokens last an hour\n"
+
+
+def test_saved_next_to_the_store_and_reused_until_it_grows(memory: MemoryStore) -> None:
+    builder = SnapshotBuilder.from_llm(None)
+    first = builder.build(memory)
+    assert first.path is not None
+    assert Path(first.path).read_text() == first.text
+    loaded = load_snapshot(memory)
+    assert loaded is not None
+    assert (loaded.text, loaded.count) == (first.text, 4)
+    assert builder.build(memory).method == "cached"
+    memory.store("A fifth memory about deploy freezes on Fridays.")
+    assert builder.build(memory).method == "grouped|fallback_no_llm"
+    assert builder.build(memory, rebuild=True).count == 5
+
+
+def test_dry_run_saves_nothing(memory: MemoryStore) -> None:
+    snapshot = SnapshotBuilder.from_llm(None).build(memory, dry_run=True)
+    assert snapshot.path is None
+    assert load_snapshot(memory) is None
+
+
+def test_runnable_invoke(memory: MemoryStore) -> None:
+    snapshot = SnapshotBuilder.from_llm(None).invoke({"memory": memory, "dry_run": True})
+    assert snapshot.sampled == 4
+
+
+def test_render_respects_budgets() -> None:
+    docs = [Document(page_content="word " * 100) for _ in range(50)]
+    text = render([("All", list(range(50)))], docs, item_chars=40, max_chars=10_000)
+    assert all(len(line) <= 42 for line in text.splitlines())
+    assert render([("A", [0]), ("B", [1])], docs, item_chars=40, max_chars=60).count("##") == 1
+
+
+def test_empty_store(embeddings: HashEmbeddings) -> None:
+    memory = MemoryStore(Chroma("empty-snap", embeddings))
+    snapshot = SnapshotBuilder.from_llm(None).build(memory)
+    assert (snapshot.text, snapshot.method, snapshot.path) == ("", "empty", None)

@@ -1,0 +1,602 @@
+"""The HTTP app in process: schema, scopes, conflicts, error mapping, threads, guards.
+
+The end-to-end tests over a real uvicorn process are in
+``tests/integration_tests/service/test_server.py``; these use FastAPI's test client with
+hashing embeddings and an in-memory Chroma store, to reach the failure paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
+from fastapi.testclient import TestClient
+from langchain_chroma import Chroma
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from pydantic import ValidationError
+
+from cogito_lc import FactExtractor, MemoryStore
+from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
+from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
+from cogito_lc.service._schemas import CalibrateRequest, SnapshotBuildRequest, request_models
+from cogito_lc.service.config import CogitoSettings, ConfigError
+from cogito_lc.service.server import check_bind, create_app, main
+from tests.unit_tests.conftest import HashEmbeddings
+
+TOKEN = "unit-token"  # noqa: S105 - a test value
+
+
+def _settings(tmp_path: Path, **values: Any) -> CogitoSettings:
+    return CogitoSettings(store_path=tmp_path / "store", **values)
+
+
+@pytest.fixture
+def memory(chroma: Chroma) -> MemoryStore:
+    return MemoryStore(chroma, scope={"user_id": "agent"})
+
+
+@pytest.fixture
+def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
+    app = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def test_openapi_lists_every_endpoint_with_strict_bodies(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path, max_text_chars=500, api_token=TOKEN), memory=memory)
+    schema = app.openapi()
+    operations = {(m.upper(), p) for p, item in schema["paths"].items() for m in item}
+    assert operations == {
+        ("GET", "/health"),
+        ("GET", "/snapshot"),
+        ("POST", "/query"),
+        ("POST", "/recall_b"),
+        ("POST", "/recall"),
+        ("POST", "/store"),
+        ("POST", "/add"),
+        ("GET", "/memories"),
+        ("GET", "/memories/{id}"),
+        ("DELETE", "/memories/{id}"),
+        ("POST", "/snapshot/build"),
+        ("POST", "/calibrate"),
+    }
+    components = schema["components"]["schemas"]
+    for name in ("QueryRequest", "RecallRequest", "StoreRequest", "AddRequest"):
+        assert components[name]["additionalProperties"] is False
+    assert components["StoreRequest"]["properties"]["text"]["maxLength"] == 500
+    assert "HTTPBearer" in schema["components"]["securitySchemes"]
+    assert "401" in schema["paths"]["/store"]["post"]["responses"]
+    assert "security" not in schema["paths"]["/health"]["get"]
+
+
+def test_health_reports_the_default_scope(client: TestClient) -> None:
+    client.post("/store", json={"text": "Deploys freeze on Fridays."})
+    client.post("/store", json={"text": "Other tenant."}, headers={"X-Cogito-User": "bob"})
+    health = client.get("/health").json()
+    assert health["status"] == "ok"
+    assert health["count"] == 1
+    assert health["calibrated"] is False
+    assert health["snapshot"] is False
+
+
+def test_per_request_scope_is_refused_when_not_allowed(tmp_path: Path, memory: MemoryStore) -> None:
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app) as test_client:
+        header = test_client.post(
+            "/store", json={"text": "x"}, headers={"X-Cogito-User": "mallory"}
+        )
+        body = test_client.post("/store", json={"text": "x", "user_id": "mallory"})
+        listed = test_client.get("/memories", headers={"X-Cogito-User": "mallory"})
+    for response in (header, body, listed):
+        assert response.status_code == 403
+        assert "allow_request_scope" in response.json()["detail"]
+    assert memory.count() == 0
+
+
+def test_explicit_id_of_another_memory_is_a_conflict(client: TestClient) -> None:
+    alice = {"X-Cogito-User": "alice"}
+    first = client.post("/store", json={"text": "Alice's secret", "id": "m-1"}, headers=alice)
+    assert first.status_code == 200
+    again = client.post("/store", json={"text": "Alice's secret", "id": "m-1"}, headers=alice)
+    assert again.status_code == 200  # the same memory again: idempotent
+    changed = client.post("/store", json={"text": "Different", "id": "m-1"}, headers=alice)
+    assert changed.status_code == 409
+    stolen = client.post(
+        "/store", json={"text": "Bob's text", "id": "m-1"}, headers={"X-Cogito-User": "bob"}
+    )
+    assert stolen.status_code == 409
+    assert "secret" not in stolen.text
+    assert client.get("/memories/m-1", headers=alice).json()["text"] == "Alice's secret"
+
+
+def test_add_stores_facts_or_the_text_when_extraction_fails(tmp_path: Path, chroma: Chroma) -> None:
+    facts = json.dumps([{"content": "Billing runs on PostgreSQL.", "kind": "decision"}])
+    for reply, method, stored in (
+        (facts, "facts", ["Billing runs on PostgreSQL."]),
+        ("not json at all", "fallback_verbatim", ["We moved billing to Postgres last week."]),
+    ):
+        extractor = FactExtractor.from_llm(FakeListChatModel(responses=[reply]))
+        memory = MemoryStore(chroma, extractor=extractor, scope={"user_id": method})
+        with TestClient(create_app(_settings(tmp_path), memory=memory)) as test_client:
+            added = test_client.post(
+                "/add", json={"text": "We moved billing to Postgres last week."}
+            ).json()
+        assert added["method"] == method
+        assert added["memories"] == stored
+        assert added["count"] == 1
+
+
+def test_recall_reports_the_filter_method(client: TestClient) -> None:
+    client.post("/store", json={"text": "Auth tokens expire after 3600 seconds."})
+    client.post("/store", json={"text": "We chose PostgreSQL for billing."})
+    service = client.app.state.service  # type: ignore[attr-defined]
+    service.options.filter_llm = FakeListChatModel(responses=["[1]"] * 3)
+    answer = client.post("/recall", json={"text": "auth token lifetime", "limit": 5}).json()
+    assert answer["method"] == "filter"
+    assert answer["recall_method"].startswith("decompose_")
+    assert len(answer["memories"]) == 1
+
+
+def test_store_failure_is_503_without_details(tmp_path: Path, embeddings: HashEmbeddings) -> None:
+    store = Chroma(collection_name="vanishing-store", embedding_function=embeddings)
+    app = create_app(_settings(tmp_path), memory=MemoryStore(store))
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        test_client.post("/store", json={"text": "Something."})
+        store._client.delete_collection("vanishing-store")  # gone under the running service
+        responses = [
+            test_client.post("/query", json={"text": "something"}),
+            test_client.post("/store", json={"text": "Something else."}),
+            test_client.get("/memories"),
+        ]
+    for response in responses:
+        assert response.status_code == 503
+        assert response.json() == {"detail": "the memory store is unavailable; retry later"}
+
+
+class _Unreachable(HashEmbeddings):
+    def embed_query(self, text: str) -> list[float]:
+        request = httpx.Request("POST", "http://127.0.0.1:9/api/embed")
+        msg = "connection refused"
+        raise httpx.ConnectError(msg, request=request)
+
+
+def test_unreachable_model_is_502(tmp_path: Path) -> None:
+    store = Chroma(collection_name="unreachable-embeddings", embedding_function=_Unreachable())
+    memory = MemoryStore(store)
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        response = test_client.post("/query", json={"text": "anything"})
+    store.delete_collection()
+    assert response.status_code == 502
+    assert "127.0.0.1:9" not in response.text
+
+
+def test_a_bug_is_500_without_traceback_or_message(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any) -> int:
+        msg = "boom in /srv/secret/path"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(client.app.state.service, "count", broken)  # type: ignore[attr-defined]
+    response = client.get("/health")
+    assert response.status_code == 500
+    assert response.json() == {"detail": "internal server error"}
+
+
+def test_blocking_work_runs_off_the_event_loop(
+    client: TestClient, memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    real_store, real_count = memory.store_many, memory.count
+
+    def on_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def store(*args: Any, **kwargs: Any) -> Any:
+        seen.append(on_loop())
+        return real_store(*args, **kwargs)
+
+    def count(*args: Any, **kwargs: Any) -> int:
+        seen.append(on_loop())
+        return real_count(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "store_many", store)
+    monkeypatch.setattr(memory, "count", count)
+    assert client.post("/store", json={"text": "Off the loop."}).status_code == 200
+    assert client.get("/memories").status_code == 200
+    assert seen == [False, False]
+
+
+def test_snapshot_build_takes_an_empty_body(client: TestClient) -> None:
+    client.post("/store", json={"text": "The billing service listens on port 8083."})
+    built = client.post("/snapshot/build")
+    assert built.status_code == 200
+    assert built.json()["method"] == "grouped|fallback_no_llm"
+    assert built.json()["saved"] is False  # an in-memory store has nowhere to save it
+    assert client.get("/snapshot").status_code == 404
+
+
+def test_auth_applies_to_docs_and_schema_too(tmp_path: Path, memory: MemoryStore) -> None:
+    app = create_app(_settings(tmp_path, api_token=TOKEN), memory=memory)
+    with TestClient(app) as test_client:
+        assert test_client.get("/health").status_code == 200
+        assert test_client.get("/openapi.json").status_code == 401
+        assert test_client.get("/docs").status_code == 401
+        good = {"Authorization": f"Bearer {TOKEN}"}
+        assert test_client.get("/openapi.json", headers=good).status_code == 200
+        missing = test_client.post("/store", content=b"{not json")
+        assert missing.status_code == 401  # before the body is even parsed
+
+
+def test_token_matching() -> None:
+    assert token_matches("Bearer abc", b"abc")
+    assert token_matches("bearer abc", b"abc")
+    assert not token_matches("Bearer abcd", b"abc")
+    assert not token_matches("Basic abc", b"abc")
+    assert not token_matches(None, b"abc")
+    assert not token_matches("Bearer \udcff", b"abc")
+
+
+async def test_busy_server_answers_503_with_retry_after() -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # pragma: no cover - not reached
+        raise AssertionError
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - not reached
+        return {"type": "http.request", "body": b""}
+
+    guard = ConcurrencyLimitMiddleware(app, max_requests=2)
+    guard.in_flight = 2
+    await guard({"type": "http", "path": "/query", "headers": []}, receive, send)
+    assert sent[0]["status"] == 503
+    assert (b"retry-after", b"1") in sent[0]["headers"]
+
+
+def test_non_loopback_bind_needs_a_token() -> None:
+    check_bind(CogitoSettings(host="127.0.0.1"))
+    check_bind(CogitoSettings(host="0.0.0.0", api_token=TOKEN))  # noqa: S104
+    with pytest.raises(ConfigError, match="COGITO_API_TOKEN"):
+        check_bind(CogitoSettings(host="0.0.0.0"))  # noqa: S104
+
+
+def test_main_exits_with_the_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"port": 1,}', encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        main(["--config", str(bad)])
+    assert exited.value.code == 2
+    assert "line 1" in capsys.readouterr().err
+
+
+# -- group commit of /store -------------------------------------------------------------
+
+
+def test_store_batch_answers_each_request_on_its_own(
+    chroma: Chroma, embeddings: HashEmbeddings
+) -> None:
+    alice = MemoryStore(chroma, scope={"user_id": "alice"})
+    bob = MemoryStore(chroma, scope={"user_id": "bob"})
+    alice.store("Alice's original", id="taken")
+    embeddings.reset()
+    results = store_batch(
+        [
+            PendingStore(alice, "First memory."),
+            PendingStore(bob, "Bob's memory."),
+            PendingStore(alice, "Second memory.", "mine", {"topic": "x"}),
+            PendingStore(alice, "Clashing text.", "mine"),  # same id, other text: 409
+            PendingStore(bob, "Steal it.", "taken"),  # another scope's id: 409
+            PendingStore(alice, "First memory."),  # duplicate text: the same memory
+        ]
+    )
+    ok = [r for r in results if not isinstance(r, Exception)]
+    assert [d.page_content for d in ok] == [
+        "First memory.",
+        "Bob's memory.",
+        "Second memory.",
+        "First memory.",
+    ]
+    for conflict in (results[3], results[4]):
+        assert isinstance(conflict, HTTPException)
+        assert conflict.status_code == 409
+    assert ok[0].id == ok[3].id
+    assert len(embeddings.document_calls) == 2  # one embeddings call per scope
+    assert alice.count() == 3
+    assert bob.count() == 1
+    assert alice.get("taken").page_content == "Alice's original"  # type: ignore[union-attr]
+
+
+async def test_concurrent_stores_are_written_in_few_batches(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+    sizes: list[int] = []
+
+    async def run(func: Any, batch: list[PendingStore]) -> Any:
+        sizes.append(len(batch))
+        await asyncio.sleep(0.01)  # a write in progress while more requests arrive
+        return func(batch)
+
+    batcher = StoreBatcher(run, max_batch=8)
+    docs = await asyncio.gather(
+        *(batcher.submit(PendingStore(memory, f"Memory number {i}.")) for i in range(20))
+    )
+    assert [d.page_content for d in docs] == [f"Memory number {i}." for i in range(20)]
+    assert sizes == [8, 8, 4]  # all 20 arrived before the first write began
+    assert memory.count() == 20
+
+
+async def test_a_failed_batch_fails_each_waiting_request(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+
+    async def run(func: Any, batch: list[PendingStore]) -> Any:
+        raise HTTPException(503, "the memory store is unavailable; retry later")
+
+    batcher = StoreBatcher(run)
+    results = await asyncio.gather(
+        *(batcher.submit(PendingStore(memory, f"m {i}")) for i in range(3)),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, HTTPException) and r.status_code == 503 for r in results)
+    assert memory.count() == 0
+
+
+def test_query_never_returns_another_scopes_nearer_memory(client: TestClient) -> None:
+    alice, bob = {"X-Cogito-User": "alice"}, {"X-Cogito-User": "bob"}
+    client.post("/store", json={"text": "The vault code is 4711."}, headers=alice)
+    client.post("/store", json={"text": "Vault doors close at six."}, headers=alice)
+    client.post("/store", json={"text": "Bob likes green tea."}, headers=bob)
+    question = {"text": "what is the vault code?", "limit": 2}
+    bob_hits = client.post("/query", json=question, headers=bob).json()["memories"]
+    assert [hit["text"] for hit in bob_hits] == ["Bob likes green tea."]  # filtered path
+    alice_hits = client.post("/query", json=question, headers=alice).json()["memories"]
+    assert {hit["text"] for hit in alice_hits} == {
+        "The vault code is 4711.",
+        "Vault doors close at six.",
+    }
+
+
+# -- one bad request fails only itself ---------------------------------------------------
+
+POISON = '{"text": "poison", "metadata": {"k": "\\ud800"}}'
+"""A body whose metadata holds a lone surrogate (valid JSON, not valid Unicode)."""
+
+
+async def test_a_poison_write_fails_only_itself_among_concurrent_writes(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path), memory=memory)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        good = [client.post("/store", json={"text": f"Good memory {i}."}) for i in range(8)]
+        poison = client.post("/store", content=POISON, headers={"Content-Type": "application/json"})
+        *answers, refused = await asyncio.gather(*good, poison)
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+    assert refused.status_code == 422, refused.text
+    assert "metadata" in refused.json()["detail"]
+    assert "surrogate" in refused.json()["detail"]
+    stored = {doc.page_content for doc in memory.list(limit=50)}
+    assert stored == {f"Good memory {i}." for i in range(8)}
+
+
+def test_store_batch_writes_items_one_by_one_when_the_batch_fails(
+    chroma: Chroma, embeddings: HashEmbeddings
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+    items = [PendingStore(memory, f"Neighbour {i}.") for i in range(4)]
+    items.insert(2, PendingStore(memory, "poison", metadata={"k": "\ud800"}))
+    results = store_batch(items)
+    refused = results.pop(2)
+    assert isinstance(refused, ValueError)
+    assert "metadata['k']" in str(refused)
+    assert [getattr(r, "page_content", r) for r in results] == [f"Neighbour {i}." for i in range(4)]
+    assert memory.count() == 4
+
+
+async def test_an_invalid_item_never_joins_a_batch(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=20)
+    batches: list[int] = []
+
+    async def run(func: Any, batch: list[PendingStore]) -> Any:
+        batches.append(len(batch))
+        return func(batch)
+
+    batcher = StoreBatcher(run)
+    bad = [
+        PendingStore(memory, "x" * 21),
+        PendingStore(memory, "fine", "id\ud800"),
+        PendingStore(memory, "fine", metadata={"k": "\udfff"}),
+    ]
+    for item in bad:
+        with pytest.raises(RequestValidationError):
+            await batcher.submit(item)
+    assert batches == []
+    assert (await batcher.submit(PendingStore(memory, "fine"))).page_content == "fine"
+
+
+# -- bad input is a 422 naming the field, never a 500 ------------------------------------
+
+
+def _raw_post(client: TestClient, path: str, body: str, **headers: str) -> httpx.Response:
+    return client.post(
+        path, content=body.encode(), headers={"Content-Type": "application/json", **headers}
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/store", POISON, "metadata"),
+        ("/store", '{"text": "t", "metadata": {"k\\ud800": "v"}}', "metadata"),
+        ("/store", '{"text": "t\\udc00"}', "text"),
+        ("/store", '{"text": "t", "id": "a\\ud800"}', "id"),
+        ("/store", '{"text": "t", "user_id": "b\\ud800"}', "user_id"),
+        ("/add", '{"text": "t", "context_hints": ["\\ud800"]}', "context_hints.0"),
+        ("/query", '{"text": "\\ud800"}', "text"),
+        ("/recall_b", '{"text": "q\\ud800"}', "text"),
+        ("/recall", '{"text": "q", "since": "2026\\ud800"}', "since"),
+        ("/recall", '{"text": "q", "since": "0001-01-01T00:00:00+01:00"}', "since"),
+        ("/recall", '{"text": "q", "since": "9999-12-31T23:59:59-01:00"}', "since"),
+        ("/query", '{"text": "q", "threshold": NaN}', "threshold"),
+        ("/query", '{"text": "q", "limit": 1e400}', "limit"),
+        ("/calibrate", '{"user_id": "b\\ud800"}', "user_id"),
+    ],
+)
+def test_bad_input_is_422_naming_the_field(
+    client: TestClient, path: str, body: str, field: str
+) -> None:
+    response = _raw_post(client, path, body)
+    assert response.status_code == 422, response.text
+    assert field in [error["field"] for error in response.json()["errors"]]
+    assert response.json()["detail"].startswith(f"{field}:")
+
+
+def test_out_of_range_since_says_what_is_wrong(client: TestClient) -> None:
+    response = client.post("/recall", json={"text": "q", "since": "0001-01-01T00:00:00+01:00"})
+    assert "outside the years 1 to 9999" in response.json()["detail"]
+
+
+def test_out_of_range_stored_timestamps_are_not_timestamps() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from cogito_lc._core.timestamps import parse_timestamp
+
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))
+    assert parse_timestamp(early) is None
+    assert parse_timestamp("9999-12-31T23:59:59-01:00") is None
+
+
+def test_memory_store_rejects_a_lone_surrogate_in_metadata(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match=r"metadata\['k'\] holds a lone surrogate"):
+        memory.store("text", metadata={"k": "a\ud800"})
+    with pytest.raises(ValueError, match="metadata key 'k\\\\udfff' holds a lone surrogate"):
+        memory.store("text", metadata={"k\udfff": "v"})
+    assert memory.count() == 0
+
+
+# -- patterns match the whole value -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"text": "t", "id": "abc\n"}, "id"),
+        ({"text": "t", "user_id": "bob\n"}, "user_id"),
+        ({"text": "t", "metadata": {"topic\n": "v"}}, "metadata"),
+    ],
+)
+def test_a_trailing_newline_does_not_match_a_pattern(
+    client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    response = client.post("/store", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == field
+
+
+def test_every_scoped_body_pattern_matches_the_whole_value() -> None:
+    with_text = [(model, {"text": "t"}) for model in vars(request_models(100, 50)).values()]
+    without_text = [(model, {}) for model in (SnapshotBuildRequest, CalibrateRequest)]
+    for model, body in [*with_text, *without_text]:
+        with pytest.raises(ValidationError, match="user_id"):
+            model.model_validate({**body, "user_id": "bob\n"})
+        assert model.model_validate({**body, "user_id": "bob"}).user_id == "bob"
+    with pytest.raises(ValidationError, match="id"):
+        request_models(100, 50).store.model_validate({"text": "t", "id": "abc\n"})
+
+
+# -- error messages -----------------------------------------------------------------------
+
+
+def test_a_422_echoes_at_most_a_few_hundred_characters(client: TestClient) -> None:
+    response = client.post("/recall", json={"text": "q", "since": "9" * 5000})
+    assert response.status_code == 422
+    assert len(response.text) < 1000
+    assert "is not an ISO 8601 timestamp" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_json_without_its_content_type_is_told_which_to_send(
+    client: TestClient, content_type: str | None
+) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = client.post("/store", content=b'{"text": "hello"}', headers=headers)
+    assert response.status_code == 422
+    assert "Content-Type: application/json" in response.json()["detail"]
+    assert response.json()["errors"][0]["field"] == "body"
+
+
+def test_405_allows_every_method_of_the_path(client: TestClient) -> None:
+    response = client.options("/memories/abc")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "DELETE, GET"
+    assert client.post("/health").headers["allow"] == "GET, HEAD"
+
+
+def test_head_health_is_200(client: TestClient) -> None:
+    response = client.head("/health")
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_two_scope_headers_are_refused(tmp_path: Path, memory: MemoryStore) -> None:
+    twice = [("X-Cogito-User", "alice"), ("X-Cogito-User", "bob")]
+    for allowed in (True, False):
+        app = create_app(_settings(tmp_path, allow_request_scope=allowed), memory=memory)
+        with TestClient(app) as test_client:
+            response = test_client.get("/memories", headers=twice)
+            assert response.status_code == 400
+            assert "X-Cogito-User was sent 2 times" in response.json()["detail"]
+    header = app.openapi()["paths"]["/memories"]["get"]["parameters"]
+    assert not any(p["name"] == "x-cogito-user" for p in header)  # scopes off: not declared
+    scoped = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory).openapi()
+    described = {p["name"]: p for p in scoped["paths"]["/store"]["post"]["parameters"]}
+    assert "at most once" in described["x-cogito-user"]["description"]
+
+
+def test_a_store_the_schema_lets_through_but_the_store_refuses_is_a_422(
+    tmp_path: Path, chroma: Chroma
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=20)
+    app = create_app(_settings(tmp_path, max_text_chars=500), memory=memory)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        response = test_client.post("/store", json={"text": "a text of thirty characters.."})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "text"
+    assert "at most 20 characters" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/query", "/recall", "/recall_b"])
+def test_a_reference_l2_threshold_says_what_to_send_instead(client: TestClient, path: str) -> None:
+    response = client.post(path, json={"text": "q", "threshold": 400.0})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "threshold"
+    assert "write threshold: 0.3" in response.json()["detail"]
+
+
+def test_the_published_threshold_range_is_kept(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    floors = [
+        option
+        for schema in schemas.values()
+        for option in schema.get("properties", {}).get("threshold", {}).get("anyOf", [])
+        if option.get("type") == "number"
+    ]
+    assert floors
+    assert all((f["minimum"], f["maximum"]) == (-1.0, 1.0) for f in floors)
