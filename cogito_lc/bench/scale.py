@@ -15,12 +15,16 @@ question:
 A second process then opens the same directory, as after a restart, and times the
 first recall. Each case runs in its own worker processes, so peak RSS is that case's.
 
-Embeddings: ``minilm`` is the local all-MiniLM-L6-v2 model; ``hash`` is
+Embeddings: ``minilm`` is the local all-MiniLM-L6-v2 model for every memory;
+``pool`` embeds the few thousand LoCoMo base texts once with MiniLM and gives each
+memory its base text's vector plus a small hashed offset
+(:class:`~cogito_lc.bench.pool_embeddings.PoolEmbeddings`; queries and the writes
+between recalls still go to the model), so a million memories load in minutes and
+the vector index sees MiniLM's geometry; ``hash`` is
 :class:`~cogito_lc.bench.hash_embeddings.HashEmbeddings`, a deterministic feature
-hashing function that measures the indexes rather than the model (its recall
-quality means nothing); ``auto`` uses MiniLM up to 100,000 memories and hashing
-above. Every row says which one it used. Timings depend on the machine and on what
-else runs on it.
+hashing function with no model at all (smoke runs; its recall quality means
+nothing); ``auto`` uses MiniLM up to 100,000 memories and the pool above. Every row
+says which one it used. Timings depend on the machine and on what else runs on it.
 
 Usage:
     ```bash
@@ -62,12 +66,17 @@ LAYOUTS = ("one", "spread")
 QUICK_SIZES = (1_000,)
 QUICK_QUERIES = 5
 MINILM_MAX_MEMORIES = 100_000
-"""With ``--embeddings auto``, larger sizes use the hashing embeddings."""
+"""With ``--embeddings auto``, larger sizes use the pool embeddings."""
 LOAD_CHUNK = 2_000
 """Memories handed to one ``store_many`` call (it validates a whole call before writing)."""
 TOP_K = 10
 TARGET_SCOPE = "user-000"
 HASH_LABEL = "hash-384 (deterministic feature hashing: measures the indexes, not a model)"
+POOL_LABEL = (
+    "minilm-pool (each memory: the all-MiniLM-L6-v2 vector of the LoCoMo text it was built "
+    "from plus a hashed offset; queries and writes between recalls embedded by the model)"
+)
+EMBEDDINGS = ("auto", "minilm", "pool", "hash")
 COLLECTION = "scale"
 
 
@@ -84,6 +93,8 @@ class CaseSpec:
     embeddings: str
     batch_size: int | None = None
     progress: bool = True
+    pool_file: str = ""
+    """Where the pool embeddings' vectors are cached (``.npy``), shared by the cases."""
     spawned_at: float = 0.0
     """When the orchestrator started the worker (``time.time()``)."""
 
@@ -99,13 +110,30 @@ class CaseSpec:
 
 
 def _embeddings(kind: str) -> tuple[Any, str]:
+    """The embeddings a worker queries with (the pool's model for ``pool``)."""
     if kind == "hash":
         from cogito_lc.bench.hash_embeddings import HashEmbeddings
 
         return HashEmbeddings(), HASH_LABEL
     from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings
 
-    return local_embeddings(), LOCAL_MODEL_NAME
+    return local_embeddings(), POOL_LABEL if kind == "pool" else LOCAL_MODEL_NAME
+
+
+def _pool(spec: CaseSpec, model: Any, corpus: Any) -> Any:
+    """The pool embeddings over ``model``, its vectors read from the cache or computed once."""
+    import numpy as np
+
+    from cogito_lc.bench.pool_embeddings import PoolEmbeddings
+
+    cache = Path(spec.pool_file)
+    if cache.is_file():
+        return PoolEmbeddings(model, np.load(cache))
+    print(f"embedding {len(corpus.bases):,} base texts for the pool", file=sys.stderr)
+    pool = PoolEmbeddings.build(model, [base.canonical() for base in corpus.bases])
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, pool.vectors)
+    return pool
 
 
 def _open(spec: CaseSpec, embeddings: Any) -> Any:
@@ -143,17 +171,22 @@ def _progress(spec: CaseSpec, total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="mem", disable=not spec.progress, file=sys.stderr)
 
 
-def _load(memory: Any, spec: CaseSpec, texts: Iterator[str]) -> float:
+def _load(memory: Any, spec: CaseSpec, entries: Iterator[tuple[str, int]], pool: Any) -> float:
     """Write every memory through ``store_many``; returns the seconds spent in it."""
     spent = 0.0
     with _progress(spec, spec.memories, f"load {spec.memories:,} ({spec.layout})") as bar:
         for user, count in spec.blocks():
             left = count
             while left:
-                chunk = list(itertools.islice(texts, min(LOAD_CHUNK, left)))
+                chunk = list(itertools.islice(entries, min(LOAD_CHUNK, left)))
+                if pool is not None:
+                    pool.expect(chunk)
+                texts = [text for text, _ in chunk]
                 started = time.perf_counter()
-                memory.store_many(chunk, scope={"user_id": user}, batch_size=spec.batch_size)
+                memory.store_many(texts, scope={"user_id": user}, batch_size=spec.batch_size)
                 spent += time.perf_counter() - started
+                if pool is not None:
+                    pool.forget()
                 left -= len(chunk)
                 bar.update(len(chunk))
     return spent
@@ -178,10 +211,11 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
     queries = corpus.queries(spec.queries)
     embeddings, label = _embeddings(spec.embeddings)
     embeddings.embed_documents(["warm up"])
+    pool = _pool(spec, embeddings, corpus) if spec.embeddings == "pool" else None
     rss_base = _rss_mb()
-    memory = _open(spec, embeddings)
-    texts = corpus.texts()
-    load_s = _load(memory, spec, texts)
+    memory = _open(spec, pool or embeddings)
+    entries = corpus.entries()
+    load_s = _load(memory, spec, entries, pool)
     stored = memory.count()
     if stored != spec.memories:
         msg = f"stored {stored} of {spec.memories} memories; the texts were not all distinct."
@@ -200,7 +234,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
     writes: list[float] = []
     after_write: list[float] = []
     for query in _bar(spec, queries, "recall after write"):
-        writes.append(_timed_ms(partial(target.store, next(texts))))
+        writes.append(_timed_ms(partial(target.store, next(entries)[0])))
         after_write.append(_timed_ms(partial(recall.invoke, query)))
     return {
         "embeddings": label,
@@ -328,7 +362,7 @@ def embeddings_for(choice: str, memories: int) -> str:
     """The embeddings a size runs with: ``auto`` picks MiniLM up to 100,000 memories."""
     if choice != "auto":
         return choice
-    return "minilm" if memories <= MINILM_MAX_MEMORIES else "hash"
+    return "minilm" if memories <= MINILM_MAX_MEMORIES else "pool"
 
 
 def table_lines(runs: list[dict[str, Any]]) -> list[str]:
@@ -358,8 +392,8 @@ def table_lines(runs: list[dict[str, Any]]) -> list[str]:
             f"{restart['first_recall_ms']:,.0f} ms (open {restart['open_s']:.1f} s)",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    if any(run["embeddings"] == HASH_LABEL for run in runs):
-        lines.append(f"\nhash-384 = {HASH_LABEL}")
+    labels = sorted({run["embeddings"] for run in runs} & {HASH_LABEL, POOL_LABEL})
+    lines.extend(f"\n{label}" for label in labels)
     return lines
 
 
@@ -370,7 +404,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=None, help="LoCoMo questions per phase")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
     parser.add_argument("--scopes", type=int, default=DEFAULT_SCOPES, help="scopes of 'spread'")
-    parser.add_argument("--embeddings", choices=["auto", "minilm", "hash"], default=None)
+    parser.add_argument("--embeddings", choices=EMBEDDINGS, default=None)
     parser.add_argument("--batch-size", type=int, default=None, help="store_many batch size")
     parser.add_argument("--workdir", type=Path, default=None, help="where the stores are built")
     parser.add_argument("--keep", action="store_true", help="keep the stores after the run")
@@ -442,6 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 embeddings=embeddings_for(args.embeddings, memories),
                 batch_size=args.batch_size,
                 progress=not args.no_progress,
+                pool_file=str(root / "pool-vectors.npy"),
             )
             print(f"scale: {memories:,} memories, layout {layout}", file=sys.stderr)
             report["runs"].append(run_case(spec, scratch))

@@ -124,6 +124,10 @@ class ScaleCorpus:
 
     def texts(self) -> Iterator[str]:
         """Distinct memory texts without end: the data set's own first, then composed ones."""
+        return (text for text, _ in self.entries())
+
+    def entries(self) -> Iterator[tuple[str, int]]:
+        """The texts of :meth:`texts`, each with the index in :attr:`bases` it was built from."""
         seen: set[int] = set()
         index = 0
         while True:
@@ -133,8 +137,8 @@ class ScaleCorpus:
                 text = self._compose(index, extra=extra)
                 extra += 1
             seen.add(digest)
+            yield text, index % len(self.bases)
             index += 1
-            yield text
 
     def queries(self, count: int) -> list[str]:
         """``count`` questions spread evenly over the data set (all of them if fewer)."""

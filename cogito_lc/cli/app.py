@@ -410,7 +410,8 @@ def bench_scale(
     ] = None,
     scopes: Annotated[int | None, typer.Option(min=2, help="Scopes of the spread layout.")] = None,
     embeddings: Annotated[
-        str | None, typer.Option(help="auto (MiniLM up to 100,000, then hash), minilm or hash.")
+        str | None,
+        typer.Option(help="auto (MiniLM up to 100,000, then pool), minilm, pool or hash."),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: 1,000 memories.")] = False,
     out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
@@ -423,8 +424,8 @@ def bench_scale(
     if not data.is_file():
         msg = f"{data} is not a file; pass the LoCoMo JSON file."
         raise CliError(msg, EXIT_USAGE)
-    if embeddings not in {None, "auto", "minilm", "hash"}:
-        msg = "--embeddings must be auto, minilm or hash."
+    if embeddings not in {None, "auto", "minilm", "pool", "hash"}:
+        msg = "--embeddings must be auto, minilm, pool or hash."
         raise CliError(msg, EXIT_USAGE)
     unknown = sorted(set(layouts or []) - {"one", "spread"})
     if unknown:

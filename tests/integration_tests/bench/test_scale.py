@@ -92,7 +92,7 @@ def test_scale_benchmark_writes_every_figure(tmp_path: Path) -> None:
     for run in report["runs"]:
         check_run(run, run["layout"])
     assert "| memories |" in done.stdout
-    assert "hash-384 = hash-384 (deterministic" in done.stdout
+    assert "hash-384 (deterministic feature hashing" in done.stdout
 
 
 def test_scale_benchmark_names_a_missing_file(tmp_path: Path) -> None:
