@@ -99,3 +99,13 @@ def test_scale_benchmark_names_a_missing_file(tmp_path: Path) -> None:
     done = run_cli(str(tmp_path / "missing.json"), "--quick", cwd=tmp_path)
     assert done.returncode == 2
     assert "missing.json is not a file" in done.stderr
+
+
+def test_scale_benchmark_names_a_bad_flag(tmp_path: Path) -> None:
+    data = write_locomo_sample(tmp_path / "locomo.json")
+    done = run_cli(str(data), "--layout", "both", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--layout must be 'one' or 'spread'" in done.stderr
+    done = run_cli(str(data), "--size", "50", "--embeddings", "hash", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--sizes must be >= --scopes (100)" in done.stderr
