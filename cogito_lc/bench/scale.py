@@ -29,7 +29,7 @@ says which one it used. Timings depend on the machine and on what else runs on i
 Usage:
     ```bash
     python benchmarks/scale.py [PATH] [--sizes 10000 100000] [--layouts one spread]
-    python benchmarks/scale.py --sizes 1000000 --embeddings hash
+    python benchmarks/scale.py --sizes 1000000  # auto: MiniLM pool vectors above 100,000
     python benchmarks/scale.py --quick
     ```
 """
