@@ -398,6 +398,52 @@ def bench_locomo(
         raise typer.Exit(code)
 
 
+@bench_app.command("scale")
+def bench_scale(
+    path: Annotated[Path | None, typer.Argument(help="LoCoMo JSON file.")] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", min=1, help="Memories per run (repeatable).")
+    ] = None,
+    queries: Annotated[int | None, typer.Option(min=1, help="LoCoMo questions per phase.")] = None,
+    layouts: Annotated[
+        list[str] | None, typer.Option("--layout", help="one and/or spread (repeatable).")
+    ] = None,
+    scopes: Annotated[int | None, typer.Option(min=2, help="Scopes of the spread layout.")] = None,
+    embeddings: Annotated[
+        str | None,
+        typer.Option(help="auto (MiniLM up to 100,000, then pool), minilm, pool or hash."),
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: 1,000 memories.")] = False,
+    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+) -> None:
+    """Scale benchmark: load, disk, RSS and recall latency as memories grow."""
+    from cogito_lc.bench.scale import DEFAULT_DATA
+    from cogito_lc.bench.scale import main as scale_main
+
+    data = path or DEFAULT_DATA
+    if not data.is_file():
+        msg = f"{data} is not a file; pass the LoCoMo JSON file."
+        raise CliError(msg, EXIT_USAGE)
+    if embeddings not in {None, "auto", "minilm", "pool", "hash"}:
+        msg = "--embeddings must be auto, minilm, pool or hash."
+        raise CliError(msg, EXIT_USAGE)
+    unknown = sorted(set(layouts or []) - {"one", "spread"})
+    if unknown:
+        msg = f"--layout must be 'one' or 'spread', got {unknown}."
+        raise CliError(msg, EXIT_USAGE)
+    argv = [str(data)]
+    argv += ["--sizes", *map(str, sizes)] if sizes else []
+    argv += ["--layouts", *layouts] if layouts else []
+    argv += ["--queries", str(queries)] if queries else []
+    argv += ["--scopes", str(scopes)] if scopes else []
+    argv += ["--embeddings", embeddings] if embeddings else []
+    argv += ["--out", str(out_file)] if out_file else []
+    argv += ["--quick"] if quick else []
+    code = scale_main(argv)
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry point: one readable line per error, tracebacks only with --debug."""
     debug = "--debug" in sys.argv
