@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from cogito_lc._core.filters import equality_clauses
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc.retrievers._where_sql import where_sql
 from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
@@ -313,6 +314,30 @@ class SqliteLexicalIndex:
             sql = f"SELECT count(*) FROM docs d WHERE {condition}"  # noqa: S608
             row = self._conn.execute(sql, params)
             return int(row.fetchone()[0])
+
+    def covers_all(self, where: Mapping[str, Any]) -> bool | None:
+        """Whether every document matches ``where``, read from the column indexes.
+
+        Answers in a few index lookups for equalities on the indexed columns
+        (a scope), joined by ``$and``: every document matches when a column's
+        smallest and largest values are the value and none is missing. None for
+        any other filter (count instead).
+        """
+        clauses = equality_clauses(where)
+        if clauses is None or any(key not in self.columns for key, _ in clauses):
+            return None
+        with self._lock:
+            for key, value in clauses:
+                column = f"m_{key}"
+                low, high = self._conn.execute(
+                    f"SELECT min({column}), max({column}) FROM docs"  # noqa: S608
+                ).fetchone()
+                missing = self._conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {column} IS NULL)"  # noqa: S608
+                ).fetchone()[0]
+                if missing or low != _column_value(value) or high != _column_value(value):
+                    return False
+        return True
 
     def ids(self) -> set[str]:
         """The ids of every document the index holds."""

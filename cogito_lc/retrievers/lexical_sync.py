@@ -131,9 +131,16 @@ class LexicalSync:
         cached = self._covers.get(key)
         if cached is not None and cached[0] == self._version:
             return cached[1]
-        covers = self._guarded(lambda: self.index.count(where) == self.index.count())
+        covers = self._guarded(lambda: self._covers_all(where))
         self._covers[key] = (self._version, covers)
         return covers
+
+    def _covers_all(self, where: Mapping[str, Any]) -> bool:
+        quick = getattr(self.index, "covers_all", None)
+        answer = quick(where) if quick is not None else None
+        if answer is not None:
+            return bool(answer)
+        return self.index.count(where) == self.index.count()
 
     # -- consistency ----------------------------------------------------------------
 

@@ -332,3 +332,17 @@ def test_sqlite_errors_other_than_corruption_are_not_hidden(tmp_path: Path) -> N
     index.close()
     with pytest.raises(sqlite3.ProgrammingError):
         index.count()
+
+
+def test_covers_all_reads_the_scope_column_indexes(sqlite_index: SqliteLexicalIndex) -> None:
+    sqlite_index.upsert([DOCS[0], DOCS[2]])  # both user "a"
+    assert sqlite_index.covers_all({"user_id": "a"}) is True
+    assert sqlite_index.covers_all({"user_id": "b"}) is False
+    assert sqlite_index.covers_all({"$and": [{"user_id": "a"}, {"agent_id": "x"}]}) is False
+    assert sqlite_index.covers_all({"topic": "perf"}) is None, "not an indexed column: count"
+    assert sqlite_index.covers_all({"user_id": {"$ne": "b"}}) is None
+    sqlite_index.upsert([Document(page_content="no scope at all", id="loose")])
+    assert sqlite_index.covers_all({"user_id": "a"}) is False
+    sqlite_index.delete(["loose"])
+    sqlite_index.upsert([DOCS[1]])
+    assert sqlite_index.covers_all({"user_id": "a"}) is False
