@@ -9,6 +9,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
@@ -111,10 +112,12 @@ class LexicalSync:
 
     # -- reads --------------------------------------------------------------------
 
-    def search(
-        self, query: str, k: int, where: Mapping[str, Any] | None = None
-    ) -> list[LexicalHit]:
-        """The ``k`` best documents for ``query`` matching ``where``, best first."""
+    def search(self, query: str, k: int, where: Any = None) -> list[LexicalHit]:
+        """The ``k`` best documents for ``query`` matching ``where``, best first.
+
+        ``where`` is a Chroma-style filter, or the store's own filter form
+        (a function of the Document for an ``InMemoryVectorStore``).
+        """
         self.ensure_current()
         return self._guarded(lambda: self.index.search(query, k, where))
 
@@ -259,7 +262,7 @@ def _default_index(adapter: StoreAdapter) -> LexicalIndex:
     return Bm25LexicalIndex() if path is None else SqliteLexicalIndex(path)
 
 
-def lexical_index_path(adapter: StoreAdapter) -> Any:
+def lexical_index_path(adapter: StoreAdapter) -> Path | None:
     """Where the lexical index of a persistent Chroma collection lives, or None.
 
     One file per collection in the persist directory:
