@@ -15,7 +15,13 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-__all__ = ["and_filters", "equality_predicate", "store_filter", "where_predicate"]
+__all__ = [
+    "and_filters",
+    "equality_clauses",
+    "equality_predicate",
+    "store_filter",
+    "where_predicate",
+]
 
 MetadataPredicate = Callable[[Mapping[str, Any]], bool]
 
@@ -39,6 +45,24 @@ def _clauses(where: Mapping[str, Any]) -> list[tuple[str, Any]] | None:
     if isinstance(value, Mapping) and set(value) == {"$eq"}:
         value = value["$eq"]
     return [(key, value)] if isinstance(value, _SCALARS) else None
+
+
+def equality_clauses(where: Any) -> list[tuple[str, Any]] | None:
+    """``where`` as (key, value) equalities, if it is only equalities joined by ``$and``.
+
+    Example:
+        ```python
+        from cogito_lc._core.filters import equality_clauses
+
+        assert equality_clauses({"$and": [{"user_id": "a"}, {"run_id": {"$eq": "r1"}}]}) == [
+            ("user_id", "a"), ("run_id", "r1")
+        ]
+        assert equality_clauses({"n": {"$gt": 2}}) is None
+        ```
+    """
+    if not isinstance(where, Mapping) or not where:
+        return None
+    return _clauses(where)
 
 
 def equality_predicate(where: Any) -> Callable[[Mapping[str, Any]], bool] | None:

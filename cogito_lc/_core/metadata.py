@@ -7,7 +7,10 @@ dict and never overwrite the user's own metadata keys. The docstring of
 
 from __future__ import annotations
 
-__all__ = ["METADATA_KEY"]
+__all__ = ["METADATA_KEY", "SCOPE_KEYS"]
+
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+"""The metadata keys a memory's scope is stored under, in this order."""
 
 METADATA_KEY = "cogito"
 """Key of the dict a retriever adds to each returned document's metadata.

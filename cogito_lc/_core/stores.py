@@ -271,6 +271,9 @@ class InMemoryAdapter(StoreAdapter):
         return self._matching(where)[offset : offset + limit]
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
+        if where is None:
+            held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+            return len(held.store)
         return len(self._matching(where))
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:

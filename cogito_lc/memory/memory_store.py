@@ -31,6 +31,7 @@ from cogito_lc.memory.scope import (
     normalise_text,
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
+from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
 __all__ = [
@@ -162,8 +163,12 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.data_dir)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
+        self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
+        """The corpus lexical index every write updates (None for stores it cannot follow)."""
         if verify_index and persistent is not None and _first_use(vectorstore):
             self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
+            if self._lexical is not None:
+                self._lexical.ensure_current()
 
     # -- writes -------------------------------------------------------------
 
@@ -257,7 +262,10 @@ class MemoryStore:
             current = self._require(id, target)
             metadata = {**current.metadata, "updated_at": _now()}
             document = Document(page_content=text, metadata=metadata, id=id)
+            self._mark_pending([id])
             self.vectorstore.add_documents([document], ids=[id])
+            if self._lexical is not None:
+                self._lexical.upsert([document])
             self._invalidate()
         return document
 
@@ -292,8 +300,7 @@ class MemoryStore:
         """
         with self._lock:
             self._require(id, as_scope(scope, self.scope))
-            self._store.delete([id])
-            self._invalidate()
+            self._delete([id])
 
     def delete_scope(self, scope: ScopeLike) -> int:
         """Delete every memory of a non-empty scope; returns how many were deleted."""
@@ -304,8 +311,7 @@ class MemoryStore:
         self._store.check_filters_by_metadata("MemoryStore.delete_scope")
         with self._lock:
             ids = self._store.ids_in(target.where())
-            self._store.delete(ids)
-            self._invalidate()
+            self._delete(ids)
         return len(ids)
 
     def seed(
@@ -367,6 +373,22 @@ class MemoryStore:
                 logger.warning("search index: repaired, all %d are found again", len(ids))
             self._invalidate()
         return ids
+
+    def reindex(self) -> int:
+        """Rebuild the lexical index of the whole store from the vector store.
+
+        Writes through MemoryStore keep the index current, and writes made to
+        the vector store directly are found by a count check; a change of text
+        under an existing id made outside MemoryStore is not, and needs this.
+
+        Returns:
+            How many memories the rebuilt index holds (0 when the store has no
+            lexical index: one that cannot be listed).
+        """
+        if self._lexical is None:
+            return 0
+        with self._lock:
+            return self._lexical.reindex()
 
     # -- searches and retrievers ---------------------------------------------------
 
@@ -600,9 +622,24 @@ class MemoryStore:
                     )
                     raise MemoryConflictError(msg)
             if fresh:
+                self._mark_pending(list(fresh))
                 self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
+                if self._lexical is not None:
+                    self._lexical.upsert(list(fresh.values()))
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
+
+    def _mark_pending(self, ids: builtins.list[str]) -> None:
+        if self._lexical is not None:
+            self._lexical.mark_pending(ids)
+
+    def _delete(self, ids: builtins.list[str]) -> None:
+        """Delete from the vector store, then from the lexical index (ids recorded first)."""
+        self._mark_pending(ids)
+        self._store.delete(ids)
+        if self._lexical is not None:
+            self._lexical.delete(ids)
+        self._invalidate()
 
     def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
         return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
@@ -619,9 +656,10 @@ class MemoryStore:
         self._retrievers.append(weakref.ref(retriever))
 
     def _invalidate(self) -> None:
+        """Refresh the retrievers whose lexical index these writes do not reach."""
         for ref in self._retrievers:
             retriever = ref()
-            if retriever is not None:
+            if retriever is not None and retriever.lexical_sync is not self._lexical:
                 retriever.refresh_lexical_index()
 
 

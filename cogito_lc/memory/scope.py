@@ -9,10 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["SCOPE_KEYS", "Scope", "ScopeLike", "as_scope", "memory_id", "normalise_text"]
+from cogito_lc._core.metadata import SCOPE_KEYS
 
-SCOPE_KEYS = ("user_id", "agent_id", "run_id")
-"""The metadata keys a scope is stored under, in this order."""
+__all__ = ["SCOPE_KEYS", "Scope", "ScopeLike", "as_scope", "memory_id", "normalise_text"]
 
 
 class Scope(BaseModel):

@@ -12,19 +12,29 @@ from __future__ import annotations
 
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
-from cogito_lc.retrievers._lexical import Bm25Index
+from cogito_lc.retrievers._lexical import Bm25Index, Bm25LexicalIndex
 from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.retrievers.fts_index import SqliteLexicalIndex
+from cogito_lc.retrievers.lexical_index import LexicalHit, LexicalIndex, lexical_terms
+from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
 __all__ = [
     "RETRIEVAL_EVENT",
     "Bm25Index",
+    "Bm25LexicalIndex",
     "CogitoRetriever",
     "Decomposition",
+    "LexicalHit",
+    "LexicalIndex",
+    "LexicalSync",
     "RecallB",
+    "SqliteLexicalIndex",
     "VectorCache",
     "decompose_query",
     "document_key",
+    "lexical_sync_for",
+    "lexical_terms",
     "reciprocal_rank_fusion",
 ]

@@ -3,11 +3,11 @@
 Vector search misses memories that share a rare word with the query (a name,
 an error code, a port number) but little meaning. RecallB therefore fuses one
 BM25 run over the whole corpus, besides the BM25 run over its candidate pool.
-:class:`Bm25Index` is that index; :class:`ChromaBm25Source` keeps one per
-metadata filter for a Chroma store, rebuilt when the collection changes (checked
-at most once a second; call ``RecallB.refresh_lexical_index()`` after a write
-that must be searchable lexically at once), so a scoped retriever only ever sees
-its own scope's documents.
+:class:`Bm25Index` is an immutable bm25s index; :class:`Bm25LexicalIndex` is the
+in-memory :class:`~cogito_lc.retrievers.LexicalIndex` over it (rebuilt once per
+write batch, on the write path). :class:`ChromaBm25Source` keeps one index per
+filter for a Chroma store, rebuilt when the collection changes: RecallB uses it
+only for a ``where_document`` filter, which the lexical indexes do not take.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,12 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.documents import Document
 
+from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.stores import ChromaAdapter
 from cogito_lc.retrievers._fusion import document_key
+from cogito_lc.retrievers.lexical_index import LexicalHit
 
-__all__ = ["Bm25Index", "ChromaBm25Source", "LexicalHits"]
+__all__ = ["Bm25Index", "Bm25LexicalIndex", "ChromaBm25Source", "LexicalHits"]
 
 
 class LexicalHits:
@@ -51,6 +53,20 @@ class LexicalHits:
         """The score of the document with this key (0.0 when it is not in the index)."""
         position = self._index.position(key)
         return 0.0 if position is None else float(self._scores[position])
+
+    def scores(self, keys: Sequence[str]) -> dict[str, float]:
+        """The score of each document with these keys (0.0 when not in the index)."""
+        return {key: self.score(key) for key in keys}
+
+    def ranked(self, k: int, mask: npt.NDArray[np.bool_] | None = None) -> list[LexicalHit]:
+        """The ``k`` best documents with their scores, only where ``mask`` is true."""
+        scores = self._scores if mask is None else np.where(mask, self._scores, 0.0)
+        if not len(scores):
+            return []
+        count = min(k, len(scores))
+        top = np.argpartition(-scores, count - 1)[:count]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self._index.documents[i], float(scores[i])) for i in top if scores[i] > 0]
 
 
 class Bm25Index:
@@ -96,6 +112,113 @@ class Bm25Index:
     def search(self, query: str, k: int) -> list[Document]:
         """The ``k`` best-scoring documents for ``query``; documents scoring 0 are left out."""
         return self.hits(query).top(k)
+
+
+class Bm25LexicalIndex:
+    """An in-memory :class:`~cogito_lc.retrievers.LexicalIndex` over bm25s.
+
+    For vector stores that keep nothing on disk (an ``InMemoryVectorStore``, a
+    Chroma store without a persist directory). Each write (one batch of
+    documents) rebuilds the bm25s index once, on the write path; searches only
+    read it. A ``where`` filter is applied to the scores (the statistics are
+    those of the whole index).
+
+    Example:
+        ```python
+        from langchain_core.documents import Document
+
+        from cogito_lc.retrievers import Bm25LexicalIndex
+
+        index = Bm25LexicalIndex()
+        index.upsert([Document(page_content="billing runs on port 8083", id="m1")])
+        assert [d.id for d, _ in index.search("port 8083", k=3)] == ["m1"]
+        ```
+    """
+
+    def __init__(self, documents: Iterable[Document] = ()) -> None:
+        self._documents: dict[str, Document] = {}
+        self._lock = threading.Lock()
+        self._index = Bm25Index([])
+        self._masks: dict[Any, npt.NDArray[np.bool_]] = {}
+        self.reindex(documents)
+
+    def _rebuild(self) -> None:
+        index = Bm25Index(list(self._documents.values()))
+        self._index, self._masks = index, {}
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add these documents (replacing same ids) and rebuild the index once."""
+        if not documents:
+            return
+        with self._lock:
+            self._documents.update({doc.id: doc for doc in documents if doc.id})
+            self._rebuild()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove these documents and rebuild the index once (if any was held)."""
+        with self._lock:
+            removed = [self._documents.pop(i, None) for i in ids]
+            if any(doc is not None for doc in removed):
+                self._rebuild()
+
+    def reindex(self, documents: Iterable[Document]) -> None:
+        """Replace the whole content of the index."""
+        with self._lock:
+            self._documents = {doc.id: doc for doc in documents if doc.id}
+            self._rebuild()
+
+    def mark_pending(self, ids: Sequence[str]) -> None:
+        """Nothing to record: an in-memory index does not outlive a crash."""
+
+    def pending(self) -> set[str]:
+        """Always empty (see :meth:`mark_pending`)."""
+        return set()
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        where: Mapping[str, Any] | Callable[[Document], bool] | None = None,
+    ) -> list[LexicalHit]:
+        """The ``k`` best documents for ``query`` matching ``where``, best first.
+
+        ``where`` may also be a function of the Document (the filter form of an
+        ``InMemoryVectorStore``).
+        """
+        index, masks = self._index, self._masks
+        mask = None
+        if where:
+            key: Any = where if callable(where) else json.dumps(where, sort_keys=True, default=str)
+            mask = masks.get(key)
+            if mask is None:
+                mask = _mask(index.documents, where)
+                masks[key] = mask
+        return index.hits(query).ranked(k, mask)
+
+    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
+        return self._index.hits(query).scores(ids)
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        """How many documents matching ``where`` the index holds."""
+        documents = list(self._index.documents)
+        if not where:
+            return len(documents)
+        matches = where_predicate(where)
+        return sum(1 for d in documents if matches(d.metadata))
+
+    def ids(self) -> set[str]:
+        """The ids of every document the index holds."""
+        return {document_key(d) for d in self._index.documents}
+
+
+def _mask(
+    documents: Sequence[Document], where: Mapping[str, Any] | Callable[[Document], bool]
+) -> npt.NDArray[np.bool_]:
+    if callable(where):
+        return np.fromiter((bool(where(d)) for d in documents), bool, len(documents))
+    matches = where_predicate(where)
+    return np.fromiter((matches(d.metadata) for d in documents), bool, len(documents))
 
 
 class ChromaBm25Source:

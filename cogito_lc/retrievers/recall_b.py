@@ -30,7 +30,7 @@ from cogito_lc._core.validation import (
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
-from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source, LexicalHits
+from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
 from cogito_lc.retrievers._subquery_vectors import (
     SubqueryVectorMode,
@@ -38,6 +38,8 @@ from cogito_lc.retrievers._subquery_vectors import (
     embed_subqueries,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
+from cogito_lc.retrievers.lexical_index import LexicalIndex
+from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 
 __all__ = ["RecallB"]
 
@@ -115,10 +117,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     """RRF weight of the BM25 run over the whole corpus; 0 turns it off."""
     corpus_bm25_k: int = Field(default=10, ge=1)
     """How many documents the corpus BM25 run adds to the pool."""
-    lexical_index: Bm25Index | None = None
-    """Corpus BM25 index for stores other than Chroma (Chroma stores get one built and
-    refreshed automatically, per ``filter``). It must hold only documents this retriever
-    may return: filters in ``search_kwargs`` are not applied to it."""
+    lexical_index: Bm25Index | LexicalIndex | None = None
+    """Corpus BM25 index for stores that get none automatically. Chroma stores and
+    ``InMemoryVectorStore`` share one per store object, kept in step by MemoryStore's
+    writes (:func:`~cogito_lc.retrievers.lexical_sync_for`: SQLite FTS5 beside a
+    persistent Chroma store, bm25s in memory otherwise). A :class:`LexicalIndex` given
+    here is searched with the ``filter`` of ``search_kwargs``; a :class:`Bm25Index`
+    must hold only documents this retriever may return (no filter is applied to it)."""
     cosine_weight: float = Field(default=0.35, ge=0.0, le=1.0)
     """Share of the cosine similarity to the original query in the final blend; the rest
     is the fused rank score. Both are scaled to 0..1 within the pool first."""
@@ -139,6 +144,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
     _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
+    _lexical: LexicalSync | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _require_embeddings(self) -> RecallB:
@@ -151,8 +157,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self._cache = VectorCache(self.cache_size)
         self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
         self._store = adapter_for(self.vectorstore)
-        if isinstance(self._store, ChromaAdapter) and self.lexical_index is None:
-            self._chroma_bm25 = ChromaBm25Source(self._store)
+        if self.lexical_index is None:
+            if self.search_kwargs.get("where_document") and isinstance(self._store, ChromaAdapter):
+                self._chroma_bm25 = ChromaBm25Source(self._store)
+            else:
+                self._lexical = lexical_sync_for(self.vectorstore)
         return self
 
     @property
@@ -162,10 +171,22 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         assert embeddings is not None  # noqa: S101 - guaranteed by the validator
         return embeddings
 
+    @property
+    def lexical_sync(self) -> LexicalSync | None:
+        """The corpus index shared with the store's other users, when it has one."""
+        return self._lexical
+
     def refresh_lexical_index(self) -> None:
-        """Rebuild the corpus BM25 index on next use (Chroma stores; after writes)."""
+        """Check the corpus index against the store on next use, after direct writes to it.
+
+        Writes through :class:`~cogito_lc.MemoryStore` update the index themselves;
+        writes made to the vector store directly are found by a count check at most
+        once a second, or at the next search after this call.
+        """
         if self._chroma_bm25 is not None:
             self._chroma_bm25.invalidate()
+        if self._lexical is not None:
+            self._lexical.check_now()
 
     def decompose(self, query: str) -> Decomposition:
         """The sub-queries this retriever searches with for ``query``."""
@@ -201,25 +222,28 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         predicate = equality_predicate(where)
         if (
             predicate is None
-            or self._chroma_bm25 is None
+            or not isinstance(self._store, ChromaAdapter)
+            or self._lexical is None
             or self.search_kwargs.get("where_document")
-            or not self._chroma_bm25.covers_all(where)
+            or not self._lexical.covers_all(where)
         ):
             return self._translated_kwargs(), None
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
-    def _lexical_index(self) -> Bm25Index | None:
-        if self.lexical_index is not None or self._chroma_bm25 is None:
-            return self.lexical_index
-        return self._chroma_bm25.index_for(
-            self.search_kwargs.get("filter"), self.search_kwargs.get("where_document")
-        )
-
-    def _lexical_hits(self, query: str) -> LexicalHits | None:
+    def _lexical_hits(self, query: str) -> _LexicalRun | None:
         if self.corpus_bm25_weight <= 0 and self.bm25_weight <= 0:
             return None
-        index = self._lexical_index()
-        return index.hits(query) if index is not None else None
+        where = self.search_kwargs.get("filter")
+        if isinstance(self.lexical_index, Bm25Index):
+            return _LexicalRun(self.lexical_index, query, None)
+        if self.lexical_index is not None:
+            return _LexicalRun(self.lexical_index, query, where)
+        if self._chroma_bm25 is not None:
+            index = self._chroma_bm25.index_for(where, self.search_kwargs.get("where_document"))
+            return _LexicalRun(index, query, None)
+        if self._lexical is not None:
+            return _LexicalRun(self._lexical, query, where)
+        return None
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -266,7 +290,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
         return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
 
-    def _corpus_top(self, hits: LexicalHits | None) -> list[Document]:
+    def _corpus_top(self, hits: _LexicalRun | None) -> list[Document]:
         if hits is None or self.corpus_bm25_weight <= 0:
             return []
         return hits.top(self.corpus_bm25_k)
@@ -276,7 +300,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition: Decomposition,
         query_vector: Vector,
         found: _search.SearchResult,
-        hits: LexicalHits | None,
+        hits: _LexicalRun | None,
         lexical_run: list[str],
         k: int,
     ) -> list[Document]:
@@ -309,7 +333,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self,
         query: str,
         found: _search.SearchResult,
-        hits: LexicalHits | None,
+        hits: _LexicalRun | None,
         lexical_run: list[str],
         keys: list[str],
     ) -> Vector:
@@ -325,11 +349,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
 
     @staticmethod
     def _pool_bm25_run(
-        query: str, found: _search.SearchResult, hits: LexicalHits | None, keys: list[str]
+        query: str, found: _search.SearchResult, hits: _LexicalRun | None, keys: list[str]
     ) -> list[str]:
         if hits is None:
             return bm25_run(query, keys, [found.pool[key].page_content for key in keys])
-        scored = [(hits.score(key), key) for key in keys]
+        scores = hits.scores(keys)
+        scored = [(scores.get(key, 0.0), key) for key in keys]
         return [key for score, key in sorted(scored, key=lambda item: -item[0]) if score > 0]
 
     def _below_floor(self, cosines: Vector) -> bool:
@@ -339,6 +364,32 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         best = float(ordered[0])
         runner_up = float(ordered[1]) if len(ordered) > 1 else -1.0
         return best < self.score_floor and best - runner_up < self.standout_margin
+
+
+class _LexicalRun:
+    """One query's corpus BM25 run over whichever index the retriever searches."""
+
+    def __init__(
+        self, index: Bm25Index | LexicalIndex | LexicalSync, query: str, where: Any
+    ) -> None:
+        self._index = index
+        self._query = query
+        self._where = where
+        self._hits = index.hits(query) if isinstance(index, Bm25Index) else None
+
+    def top(self, k: int) -> list[Document]:
+        """The ``k`` best documents; documents sharing no word with the query are left out."""
+        if self._hits is not None:
+            return self._hits.top(k)
+        assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
+        return [doc for doc, _ in self._index.search(self._query, k, self._where)]
+
+    def scores(self, keys: list[str]) -> dict[str, float]:
+        """The score of each document with these keys (0.0 when it shares no word)."""
+        if self._hits is not None:
+            return self._hits.scores(keys)
+        assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
+        return self._index.scores(self._query, keys)
 
 
 def _annotate(document: Document, details: dict[str, Any]) -> Document:

@@ -1,0 +1,403 @@
+"""SqliteLexicalIndex: a durable BM25 index in SQLite FTS5, updated write by write."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from cogito_lc._core.filters import equality_clauses
+from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc.retrievers._where_sql import where_sql
+from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
+
+__all__ = ["SqliteLexicalIndex", "is_corruption"]
+
+logger = logging.getLogger(__name__)
+
+# Values always go in as parameters; the SQL text formats in only "?" placeholders, the
+# index's own column names (checked identifiers) and conditions built the same way
+# (``where_sql``): hence the S608 exemptions below.
+_SCHEMA_VERSION = "1"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN_KEY = re.compile(r'^[^"\\]*$')
+_BATCH = 500
+
+
+class SqliteLexicalIndex:
+    """A BM25 index of memories in an SQLite FTS5 table, persisted in one file.
+
+    Every write is a transaction: documents are added, replaced and deleted one
+    batch at a time and never rebuilt on the read path. Ranking is FTS5's
+    ``bm25()`` over :func:`~cogito_lc.retrievers.lexical_terms`, so any query text
+    is searched as plain words (each term is quoted, no FTS5 syntax reaches the
+    parser). The scope keys (``user_id``, ``agent_id``, ``run_id``) are columns
+    with their own SQL indexes; other metadata is filtered with ``json_extract``.
+    The database runs in WAL mode with a busy timeout, so several processes on
+    one machine can read and write the same file.
+
+    A file that is not a readable index (corrupt, another format) is moved aside
+    with an error logged and a fresh index is started; :attr:`rebuild_reason` then
+    tells the owner (:class:`~cogito_lc.retrievers.LexicalSync`) to fill it from
+    the vector store.
+
+    Example:
+        ```python
+        import tempfile
+        from pathlib import Path
+
+        from langchain_core.documents import Document
+
+        from cogito_lc.retrievers import SqliteLexicalIndex
+
+        index = SqliteLexicalIndex(Path(tempfile.mkdtemp()) / "lexical.sqlite3")
+        index.upsert([
+            Document(page_content="billing runs on port 8083", id="m1", metadata={"user_id": "a"}),
+            Document(page_content="search latency budget", id="m2", metadata={"user_id": "b"}),
+        ])
+        [(doc, score)] = index.search('port "8083" OR (billing', k=3, where={"user_id": "a"})
+        assert doc.id == "m1" and score > 0
+        index.close()
+        ```
+    """
+
+    def __init__(
+        self, path: str | Path, *, columns: Sequence[str] = SCOPE_KEYS, timeout: float = 30.0
+    ) -> None:
+        bad = [c for c in columns if not _IDENTIFIER.match(c)]
+        if bad:
+            msg = f"columns must be plain identifiers (letters, digits, _), got {bad}."
+            raise ValueError(msg)
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.timeout = timeout
+        self.rebuild_reason: str | None = None
+        """Why the index must be filled from the vector store (``"missing"``: no file was
+        there; ``"unreadable"``: the file was moved aside), or None."""
+        self._lock = threading.RLock()
+        self._conn = self._open()
+
+    # -- opening and recovery -----------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            self.rebuild_reason = "missing"
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as error:
+            if not is_corruption(error):
+                raise
+            self._move_aside(error)
+            self.rebuild_reason = "unreadable"
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._create(conn)
+            conn.execute("SELECT count(*) FROM docs").fetchone()
+            conn.execute("SELECT rowid FROM fts WHERE fts MATCH '\"x\"' LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        scope_columns = "".join(f", m_{c} ANY" for c in self.columns)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL "
+                f"UNIQUE, text TEXT NOT NULL, terms TEXT NOT NULL, metadata TEXT NOT NULL"
+                f"{scope_columns})"
+            )
+            for column in self.columns:
+                conn.execute(f"CREATE INDEX IF NOT EXISTS docs_{column} ON docs (m_{column})")
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(terms, content='docs', "
+                "content_rowid='rowid', tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")"
+            )
+            conn.execute("CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY)")
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('version', ?), ('columns', ?)",
+                (_SCHEMA_VERSION, json.dumps(self.columns)),
+            )
+            self._check_meta(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _check_meta(self, conn: sqlite3.Connection) -> None:
+        """Raise ``DatabaseError`` for a file written with another schema or other columns."""
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        expected = {"version": _SCHEMA_VERSION, "columns": json.dumps(self.columns)}
+        if {key: meta.get(key) for key in expected} != expected:
+            msg = f"lexical index was written with {meta}, expected {expected}"
+            raise _IncompatibleIndexError(msg)
+
+    def _move_aside(self, error: BaseException) -> None:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        logger.error(
+            "lexical index %s is unreadable (%s); moved to %s, rebuilding from the vector store",
+            self.path,
+            error,
+            aside.name,
+        )
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.replace(Path(f"{aside}{suffix}"))
+
+    def reset(self, error: BaseException) -> None:
+        """Move an index that failed while in use aside and start an empty one.
+
+        Args:
+            error: The failure, for the log line.
+        """
+        with self._lock:
+            self._conn.close()
+            self._move_aside(error)
+            self.rebuild_reason = "unreadable"
+            self._conn = self._connect()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- writes ---------------------------------------------------------------------
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add these documents, replacing any held under the same ids, in one transaction."""
+        rows = {doc.id: doc for doc in documents if doc.id}
+        if not rows:
+            return
+        with self._transaction() as conn:
+            self._remove(conn, list(rows))
+            for doc_id, doc in rows.items():
+                self._insert(conn, doc_id, doc)
+            self._clear_pending(conn, list(rows))
+
+    def _insert(self, conn: sqlite3.Connection, doc_id: str, doc: Document) -> None:
+        terms = " ".join(lexical_terms(doc.page_content))
+        scope = [_column_value(doc.metadata.get(c)) for c in self.columns]
+        marks = ", ?" * len(self.columns)
+        names = "".join(f", m_{c}" for c in self.columns)
+        sql = f"INSERT INTO docs (id, text, terms, metadata{names}) VALUES (?, ?, ?, ?{marks})"  # noqa: S608
+        cursor = conn.execute(
+            sql,
+            (doc_id, doc.page_content, terms, json.dumps(doc.metadata, default=str), *scope),
+        )
+        conn.execute("INSERT INTO fts (rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
+
+    def _remove(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), _BATCH):
+            chunk = list(ids[start : start + _BATCH])
+            marks = ", ".join("?" * len(chunk))
+            select = f"SELECT rowid, terms FROM docs WHERE id IN ({marks})"  # noqa: S608
+            held = conn.execute(select, chunk).fetchall()
+            conn.executemany("INSERT INTO fts (fts, rowid, terms) VALUES ('delete', ?, ?)", held)
+            conn.execute(f"DELETE FROM docs WHERE id IN ({marks})", chunk)  # noqa: S608
+
+    def _clear_pending(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), _BATCH):
+            chunk = list(ids[start : start + _BATCH])
+            marks = ", ".join("?" * len(chunk))
+            conn.execute(f"DELETE FROM pending WHERE id IN ({marks})", chunk)  # noqa: S608
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove the documents with these ids in one transaction (unknown ids are ignored)."""
+        if not ids:
+            return
+        with self._transaction() as conn:
+            self._remove(conn, list(ids))
+            self._clear_pending(conn, list(ids))
+
+    def mark_pending(self, ids: Sequence[str]) -> None:
+        """Record, durably, the ids a vector-store write is about to touch."""
+        if not ids:
+            return
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR IGNORE INTO pending VALUES (?)", [(i,) for i in ids])
+
+    def pending(self) -> set[str]:
+        """The ids marked pending and not yet written."""
+        with self._lock:
+            return {row[0] for row in self._conn.execute("SELECT id FROM pending")}
+
+    def reindex(self, documents: Iterable[Document]) -> None:
+        """Replace the whole content of the index with ``documents`` in one transaction."""
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM docs")
+            conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+            conn.execute("DELETE FROM pending")
+            seen: set[str] = set()
+            for doc in documents:
+                if doc.id and doc.id not in seen:
+                    seen.add(doc.id)
+                    self._insert(conn, doc.id, doc)
+        self.rebuild_reason = None
+
+    # -- reads ----------------------------------------------------------------------
+
+    def search(
+        self, query: str, k: int, where: Mapping[str, Any] | None = None
+    ) -> list[LexicalHit]:
+        """The ``k`` best documents for ``query`` matching ``where``, best first."""
+        match = _match_expression(query)
+        if match is None:
+            return []
+        condition, params = self._where(where)
+        sql = (
+            "SELECT d.id, d.text, d.metadata, -bm25(fts) FROM fts "  # noqa: S608
+            "JOIN docs d ON d.rowid = fts.rowid "
+            f"WHERE fts MATCH ? AND {condition} ORDER BY bm25(fts) LIMIT ?"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, [match, *params, k]).fetchall()
+        return [
+            (Document(page_content=text, metadata=json.loads(meta), id=doc_id), float(score))
+            for doc_id, text, meta, score in rows
+        ]
+
+    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
+        found = dict.fromkeys(ids, 0.0)
+        match = _match_expression(query)
+        if match is None or not found:
+            return found
+        keys = list(found)
+        with self._lock:
+            for start in range(0, len(keys), _BATCH):
+                chunk = keys[start : start + _BATCH]
+                rows = self._conn.execute(
+                    "SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.rowid = fts.rowid "  # noqa: S608
+                    f"WHERE fts MATCH ? AND d.id IN ({', '.join('?' * len(chunk))})",
+                    [match, *chunk],
+                ).fetchall()
+                found.update({doc_id: float(score) for doc_id, score in rows})
+        return found
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        """How many documents matching ``where`` the index holds."""
+        condition, params = self._where(where)
+        with self._lock:
+            sql = f"SELECT count(*) FROM docs d WHERE {condition}"  # noqa: S608
+            row = self._conn.execute(sql, params)
+            return int(row.fetchone()[0])
+
+    def covers_all(self, where: Mapping[str, Any]) -> bool | None:
+        """Whether every document matches ``where``, read from the column indexes.
+
+        Answers in a few index lookups for equalities on the indexed columns
+        (a scope), joined by ``$and``: every document matches when a column's
+        smallest and largest values are the value and none is missing. None for
+        any other filter (count instead).
+        """
+        clauses = equality_clauses(where)
+        if clauses is None or any(key not in self.columns for key, _ in clauses):
+            return None
+        with self._lock:
+            for key, value in clauses:
+                column = f"m_{key}"
+                low, high = self._conn.execute(
+                    f"SELECT min({column}), max({column}) FROM docs"  # noqa: S608
+                ).fetchone()
+                missing = self._conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {column} IS NULL)"  # noqa: S608
+                ).fetchone()[0]
+                if missing or low != _column_value(value) or high != _column_value(value):
+                    return False
+        return True
+
+    def ids(self) -> set[str]:
+        """The ids of every document the index holds."""
+        with self._lock:
+            return {row[0] for row in self._conn.execute("SELECT id FROM docs")}
+
+    def _where(self, where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        if not where:
+            return "1", []
+        return where_sql(where, self._column)
+
+    def _column(self, key: str) -> tuple[str, list[Any]]:
+        if key in self.columns:
+            return f"d.m_{key}", []
+        if not _PLAIN_KEY.match(key):
+            msg = f"metadata key {key!r} cannot be filtered in the lexical index (quote or \\)."
+            raise ValueError(msg)
+        return "json_extract(d.metadata, ?)", [f'$."{key}"']
+
+
+class _IncompatibleIndexError(sqlite3.DatabaseError):
+    """The file is an index of another schema version or with other columns."""
+
+
+_CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+_CORRUPT_WORDS = ("malformed", "not a database", "no such table", "no such column", "corrupt")
+
+
+def is_corruption(error: sqlite3.DatabaseError) -> bool:
+    """Whether ``error`` means the index file is damaged (not busy, locked or misused).
+
+    Example:
+        ```python
+        import sqlite3
+
+        from cogito_lc.retrievers.fts_index import is_corruption
+
+        assert is_corruption(sqlite3.DatabaseError("file is not a database"))
+        assert not is_corruption(sqlite3.OperationalError("database is locked"))
+        ```
+    """
+    if isinstance(error, _IncompatibleIndexError):
+        return True
+    if isinstance(error, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _CORRUPT_CODES:
+        return True
+    return any(word in str(error).lower() for word in _CORRUPT_WORDS)
+
+
+def _column_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    return value if isinstance(value, (str, int, float)) else None
+
+
+def _match_expression(query: str) -> str | None:
+    """``query``'s terms as an FTS5 expression: each quoted as a string, joined by OR."""
+    terms = list(dict.fromkeys(lexical_terms(query)))
+    if not terms:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
