@@ -9,7 +9,7 @@ Other stores take other filter forms; :func:`store_filter` is the one place a
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from langchain_core.documents import Document
@@ -19,6 +19,7 @@ __all__ = [
     "and_filters",
     "equality_clauses",
     "equality_predicate",
+    "split_condition",
     "store_filter",
     "where_predicate",
 ]
@@ -108,23 +109,42 @@ _MATCH_MISSING = frozenset({"$ne", "$nin"})
 """Operators a document without the key satisfies."""
 
 
-def _comparison(key: str, condition: Any) -> MetadataPredicate:
+def split_condition(key: str, condition: Any, operators: Collection[str]) -> tuple[str, Any]:
+    """The operator and operand of one field's condition; a bare value means ``$eq``.
+
+    Raises:
+        ValueError: If the condition has more than one operator, an operator not
+            in ``operators``, or ``$in``/``$nin`` without a list.
+
+    Example:
+        ```python
+        from cogito_lc._core.filters import split_condition
+
+        assert split_condition("n", 3, {"$eq"}) == ("$eq", 3)
+        assert split_condition("n", {"$in": [1, 2]}, {"$in"}) == ("$in", [1, 2])
+        ```
+    """
     if not isinstance(condition, Mapping):
         condition = {"$eq": condition}
     if len(condition) != 1:
         msg = f"filter on {key!r} must have one operator, got {sorted(condition)}."
         raise ValueError(msg)
     op, operand = next(iter(condition.items()))
-    compare = _COMPARISONS.get(op)
-    if compare is None:
+    if op not in operators:
         msg = (
             f"filter operator {op!r} on {key!r} is not supported here; "
-            f"use one of {sorted(_COMPARISONS)}."
+            f"use one of {sorted(operators)}."
         )
         raise ValueError(msg)
     if op in {"$in", "$nin"} and not isinstance(operand, list):
         msg = f"filter operator {op!r} on {key!r} needs a list, got {type(operand).__name__}."
         raise ValueError(msg)
+    return op, operand
+
+
+def _comparison(key: str, condition: Any) -> MetadataPredicate:
+    op, operand = split_condition(key, condition, _COMPARISONS)
+    compare = _COMPARISONS[op]
 
     def matches(metadata: Mapping[str, Any]) -> bool:
         if key not in metadata:

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cogito_lc._core.filters import split_condition
+
 __all__ = ["where_sql"]
 
 _SIMPLE = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_OPERATORS = frozenset({*_SIMPLE, "$in", "$nin"})
 _SCALARS = (str, int, float, bool)
 
 ColumnFor = Callable[[str], tuple[str, list[Any]]]
@@ -52,29 +55,15 @@ def where_sql(where: Mapping[str, Any], column: ColumnFor) -> tuple[str, list[An
 
 
 def _comparison(key: str, condition: Any, column: ColumnFor) -> tuple[str, list[Any]]:
-    if not isinstance(condition, Mapping):
-        condition = {"$eq": condition}
-    if len(condition) != 1:
-        msg = f"filter on {key!r} must have one operator, got {sorted(condition)}."
-        raise ValueError(msg)
-    op, operand = next(iter(condition.items()))
+    op, operand = split_condition(key, condition, _OPERATORS)
     expr, expr_params = column(key)
     if op in {"$in", "$nin"}:
-        if not isinstance(operand, list):
-            msg = f"filter operator {op!r} on {key!r} needs a list, got {type(operand).__name__}."
-            raise ValueError(msg)
         values = [_value(key, v) for v in operand]
         inside = f"{expr} IN ({', '.join('?' * len(values))})" if values else "0"
         if op == "$in":
             return f"({inside})", [*expr_params, *values]
         return f"({expr} IS NULL OR NOT {inside})", [*expr_params, *expr_params, *values]
-    symbol = _SIMPLE.get(op)
-    if symbol is None:
-        msg = (
-            f"filter operator {op!r} on {key!r} is not supported here; "
-            f"use one of {sorted([*_SIMPLE, '$in', '$nin'])}."
-        )
-        raise ValueError(msg)
+    symbol = _SIMPLE[op]
     value = _value(key, operand)
     if op == "$ne":
         return f"({expr} IS NULL OR {expr} != ?)", [*expr_params, *expr_params, value]
