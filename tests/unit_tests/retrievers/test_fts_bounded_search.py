@@ -64,9 +64,7 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_scores_computed_in_python_equal_fts5_bm25(
-    exact: SqliteLexicalIndex, query: str
-) -> None:
+def test_scores_computed_in_python_equal_fts5_bm25(exact: SqliteLexicalIndex, query: str) -> None:
     hits = exact.search(query, k=25)
     assert hits, "the query must match something for the comparison to mean anything"
     recomputed = exact.scores(query, [doc.id for doc, _ in hits if doc.id])
