@@ -1,4 +1,4 @@
-"""The ``cogito-lc`` command line: store, recall, seed, snapshot and serve memories.
+"""The ``cogito-lc`` command line: store, recall, seed, snapshot and serve memories (HTTP, MCP).
 
 By default every command works in process on the embedded store the
 configuration names; with ``--server URL`` (or ``COGITO_SERVER``) it goes
@@ -340,6 +340,32 @@ def serve(
     except ConfigError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     run(settings)
+
+
+@app.command("mcp")
+def mcp_stdio(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option(help="JSON config file.")] = None,
+) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (for an MCP host); --user picks the scope."""
+    options = _options(ctx)
+    if options.server:
+        msg = "mcp serves the embedded store in process; drop --server (the service has /mcp)"
+        raise CliError(msg, EXIT_USAGE)
+    try:
+        from cogito_lc.service.mcp_server import run_stdio
+    except ImportError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    from cogito_lc.service.server import memory_service
+
+    if config is not None:
+        options.config = config
+    settings = _settings(options)
+    run_stdio(
+        memory_service(settings),
+        max_text_chars=settings.max_text_chars,
+        max_query_chars=settings.max_query_chars,
+    )
 
 
 @prompts_app.command("list")

@@ -68,6 +68,7 @@ __all__ = [
     "check_metadata",
     "finite",
     "request_models",
+    "text_field",
 ]
 
 LIMIT_MAX = 200
@@ -278,7 +279,8 @@ class RequestModels:
     add: type[AddBody]
 
 
-def _text_field(max_chars: int, what: str) -> Any:
+def text_field(max_chars: int, what: str) -> Any:
+    """A ``text`` field: non-blank, at most ``max_chars`` characters, described as ``what``."""
     return Field(
         min_length=1,
         max_length=max_chars,
@@ -302,27 +304,27 @@ def request_models(max_text_chars: int, max_query_chars: int) -> RequestModels:
     class QueryRequest(SearchBody):
         """Plain vector search (no LLM)."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class RecallBRequest(SearchBody):
         """Zero-LLM recall (RecallB)."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class RecallRequest(RecallBody):
         """Two-stage recall: RecallB, then the integer-pointer filter."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class StoreRequest(StoreBody):
         """Write one memory verbatim."""
 
-        text: StrictStr = _text_field(max_text_chars, "The memory text")
+        text: StrictStr = text_field(max_text_chars, "The memory text")
 
     class AddRequest(AddBody):
         """Extract facts from text and store each (the text verbatim if extraction fails)."""
 
-        text: StrictStr = _text_field(max_text_chars, "The text to extract facts from")
+        text: StrictStr = text_field(max_text_chars, "The text to extract facts from")
 
     return RequestModels(QueryRequest, RecallBRequest, RecallRequest, StoreRequest, AddRequest)
 

@@ -12,6 +12,8 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
 - ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
 - ``POST /snapshot/build``, ``POST /calibrate``.
+- ``/mcp``: the same operations as MCP tools (streamable HTTP; the ``mcp`` extra),
+  see :mod:`cogito_lc.service.mcp_server`.
 
 Every request acts in one scope: the configured ``user_id``, or, when
 ``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
@@ -104,7 +106,7 @@ from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
 from cogito_lc.service.config import CogitoSettings, ConfigError, is_loopback, load_settings
 from cogito_lc.service.models import chat_model_from_settings, memory_from_settings
 
-__all__ = ["check_bind", "create_app", "main", "serve"]
+__all__ = ["check_bind", "create_app", "main", "memory_service", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -434,7 +436,18 @@ def _options(settings: CogitoSettings) -> ServiceOptions:
     )
 
 
-def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
+def memory_service(settings: CogitoSettings, memory: MemoryStore | None = None) -> MemoryService:
+    """The service behind the endpoints (and the MCP tools) for these settings.
+
+    Args:
+        settings: The settings (models, defaults, concurrency).
+        memory: The store to serve; by default one built from the settings.
+    """
+    memory = memory if memory is not None else memory_from_settings(settings)
+    return MemoryService(memory, _options(settings))
+
+
+def _lifespan(memory: MemoryStore, mcp_server: Any = None) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         embeddings = memory.vectorstore.embeddings
@@ -443,9 +456,29 @@ def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
                 await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
             except Exception as exc:  # requests report it as 502/503
                 logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
-        yield
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
 
     return lifespan
+
+
+def _mcp_server(service: MemoryService, settings: CogitoSettings) -> Any:
+    """The MCP tools for ``/mcp``, or None without the ``mcp`` extra."""
+    try:
+        from cogito_lc.service.mcp_server import create_mcp_server
+    except ImportError:
+        logger.info("the 'mcp' extra is not installed: no MCP endpoint at /mcp")
+        return None
+    return create_mcp_server(
+        service,
+        max_text_chars=settings.max_text_chars,
+        max_query_chars=settings.max_query_chars,
+        allow_request_scope=settings.allow_request_scope,
+        host=settings.host,
+    )
 
 
 def create_app(
@@ -474,15 +507,15 @@ def create_app(
         ```
     """
     settings = settings or load_settings()
-    memory = memory if memory is not None else memory_from_settings(settings)
-    service = MemoryService(memory, _options(settings))
+    service = memory_service(settings, memory)
+    mcp_server = _mcp_server(service, settings)
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     auth = token is not None
     app = FastAPI(
         title="cogito-lc memory service",
         version=__version__,
         summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
-        lifespan=_lifespan(memory),
+        lifespan=_lifespan(service.memory, mcp_server),
         docs_url=None if auth else "/docs",
         redoc_url=None,
     )
@@ -497,6 +530,10 @@ def create_app(
     health = _health_router(service)
     app.include_router(health)
     app.include_router(router)
+    if mcp_server is not None:
+        from cogito_lc.service.mcp_server import mount_mcp
+
+        mount_mcp(app, mcp_server, allow_request_scope=settings.allow_request_scope)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)
