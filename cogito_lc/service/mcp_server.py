@@ -38,7 +38,8 @@ Example:
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 from fastapi import HTTPException
@@ -81,6 +82,7 @@ from cogito_lc.service._service import MemoryService, ScopeView
 __all__ = [
     "MCP_PATH",
     "SCOPE_HEADER",
+    "McpEndpoint",
     "ScopeError",
     "create_mcp_server",
     "invalid_arguments",
@@ -485,44 +487,69 @@ def _transport_security(host: str) -> TransportSecuritySettings:
 
 
 Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
 
-class ScopeGuard:
-    """Answers 400/403/422 to an MCP request whose ``X-Cogito-User`` the server refuses."""
+class McpEndpoint:
+    """The ASGI endpoint of the tools over streamable HTTP, checking the scope header first.
 
-    def __init__(self, app: ASGIApp, *, allowed: bool) -> None:
-        self.app = app
+    Answers 400/403/422 to an ``X-Cogito-User`` the server refuses (as the REST
+    endpoints do) and 503 while the app's lifespan is not running. Each run of
+    the lifespan (:meth:`running`) gets a fresh server from ``factory``: the
+    SDK's session manager runs once per instance.
+    """
+
+    def __init__(self, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> None:
+        self.factory = factory
         self.allowed = allowed
+        self._manager: Any = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve requests while the context is open (enter it in the app's lifespan)."""
+        server = self.factory()
+        server.streamable_http_app()  # creates the session manager
+        manager = server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        """Check the scope header, then pass the request on."""
-        if scope["type"] == "http":
-            values = [
-                bytes(value).decode("latin-1")
-                for key, value in scope.get("headers", [])
-                if key.lower() == SCOPE_HEADER.encode()
-            ]
-            try:
-                request_scope(values, allowed=self.allowed)
-            except ScopeError as exc:
-                await JSONResponse({"detail": exc.detail}, exc.status)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        """Check the scope header, then hand the request to the SDK's session manager."""
+        values = [
+            bytes(value).decode("latin-1")
+            for key, value in scope.get("headers", [])
+            if key.lower() == SCOPE_HEADER.encode()
+        ]
+        try:
+            request_scope(values, allowed=self.allowed)
+        except ScopeError as exc:
+            await JSONResponse({"detail": exc.detail}, exc.status)(scope, receive, send)
+            return
+        manager = self._manager
+        if manager is None:
+            response = JSONResponse({"detail": "the MCP endpoint is not running"}, 503)
+            await response(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
 
 
-def mount_mcp(app: Any, server: FastMCP[Any], *, allow_request_scope: bool) -> None:
-    """Serve ``server``'s tools on ``app`` at :data:`MCP_PATH` (streamable HTTP).
+def mount_mcp(app: Any, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> McpEndpoint:
+    """Serve the tools of ``factory()``'s server on ``app`` at :data:`MCP_PATH`.
 
     The app's middlewares (bearer token, body limit, concurrency) apply. The
-    caller runs ``server.session_manager.run()`` in the app's lifespan.
-    """
-    server.streamable_http_app()  # creates the session manager
-    from mcp.server.fastmcp.server import StreamableHTTPASGIApp
+    caller enters the endpoint's :meth:`~McpEndpoint.running` in the app's lifespan.
 
-    endpoint = StreamableHTTPASGIApp(server.session_manager)
-    guarded = ScopeGuard(endpoint, allowed=allow_request_scope)
-    app.add_route(MCP_PATH, guarded, include_in_schema=False)
+    Args:
+        app: A Starlette or FastAPI app.
+        factory: Makes the MCP server (see :func:`create_mcp_server`).
+        allowed: Whether an ``X-Cogito-User`` header may pick the scope.
+    """
+    endpoint = McpEndpoint(factory, allowed=allowed)
+    app.add_route(MCP_PATH, endpoint, include_in_schema=False)
+    return endpoint
 
 
 def run_stdio(service: MemoryService, **options: Any) -> None:

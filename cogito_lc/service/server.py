@@ -56,6 +56,7 @@ import math
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
@@ -447,7 +448,7 @@ def memory_service(settings: CogitoSettings, memory: MemoryStore | None = None) 
     return MemoryService(memory, _options(settings))
 
 
-def _lifespan(memory: MemoryStore, mcp_server: Any = None) -> Callable[[FastAPI], Any]:
+def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         embeddings = memory.vectorstore.embeddings
@@ -456,29 +457,32 @@ def _lifespan(memory: MemoryStore, mcp_server: Any = None) -> Callable[[FastAPI]
                 await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
             except Exception as exc:  # requests report it as 502/503
                 logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
-        if mcp_server is None:
+        mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
+        if mcp_endpoint is None:
             yield
             return
-        async with mcp_server.session_manager.run():
+        async with mcp_endpoint.running():
             yield
 
     return lifespan
 
 
-def _mcp_server(service: MemoryService, settings: CogitoSettings) -> Any:
-    """The MCP tools for ``/mcp``, or None without the ``mcp`` extra."""
+def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -> Any:
+    """Serve the MCP tools at ``/mcp``; None without the ``mcp`` extra."""
     try:
-        from cogito_lc.service.mcp_server import create_mcp_server
+        from cogito_lc.service.mcp_server import create_mcp_server, mount_mcp
     except ImportError:
         logger.info("the 'mcp' extra is not installed: no MCP endpoint at /mcp")
         return None
-    return create_mcp_server(
+    factory = partial(
+        create_mcp_server,
         service,
         max_text_chars=settings.max_text_chars,
         max_query_chars=settings.max_query_chars,
         allow_request_scope=settings.allow_request_scope,
         host=settings.host,
     )
+    return mount_mcp(app, factory, allowed=settings.allow_request_scope)
 
 
 def create_app(
@@ -508,14 +512,13 @@ def create_app(
     """
     settings = settings or load_settings()
     service = memory_service(settings, memory)
-    mcp_server = _mcp_server(service, settings)
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     auth = token is not None
     app = FastAPI(
         title="cogito-lc memory service",
         version=__version__,
         summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
-        lifespan=_lifespan(service.memory, mcp_server),
+        lifespan=_lifespan(service.memory),
         docs_url=None if auth else "/docs",
         redoc_url=None,
     )
@@ -530,10 +533,7 @@ def create_app(
     health = _health_router(service)
     app.include_router(health)
     app.include_router(router)
-    if mcp_server is not None:
-        from cogito_lc.service.mcp_server import mount_mcp
-
-        mount_mcp(app, mcp_server, allow_request_scope=settings.allow_request_scope)
+    app.state.mcp_endpoint = _mount_mcp(app, service, settings)  # run by the lifespan
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)

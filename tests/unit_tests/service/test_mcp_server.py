@@ -12,10 +12,13 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from langchain_chroma import Chroma
+from pydantic import SecretStr
 
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 
@@ -26,12 +29,15 @@ from mcp.types import CallToolResult, TextContent
 
 from cogito_lc import MemoryStore
 from cogito_lc.service._service import MemoryService, ServiceOptions
+from cogito_lc.service.config import CogitoSettings
 from cogito_lc.service.mcp_server import (
     ScopeError,
     create_mcp_server,
     request_scope,
 )
+from cogito_lc.service.server import create_app
 
+TOKEN = "unit-mcp-token-0123456789"  # noqa: S105 - a test value
 TOOLS = {
     "recall",
     "recall_b",
@@ -244,3 +250,37 @@ def test_without_the_extra_the_import_error_names_it(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "mcp.server.fastmcp", None)
     with pytest.raises(ImportError, match=r"cogito-lc\[mcp\]"):
         importlib.import_module("cogito_lc.service.mcp_server")
+
+
+def _initialize() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+
+
+def test_the_service_mounts_the_tools_behind_its_guards(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    settings = CogitoSettings(store_path=tmp_path / "store", api_token=SecretStr(TOKEN))
+    app = create_app(settings, memory=memory)
+    accept = {"Accept": "application/json, text/event-stream"}
+    good = {**accept, "Authorization": f"Bearer {TOKEN}"}
+    with TestClient(app, base_url="http://127.0.0.1:19420") as client:
+        assert client.post("/mcp", json=_initialize(), headers=accept).status_code == 401
+        scoped = client.post("/mcp", json=_initialize(), headers={**good, "X-Cogito-User": "bob"})
+        assert scoped.status_code == 403
+        assert "allow_request_scope" in scoped.json()["detail"]
+        answer = client.post("/mcp", json=_initialize(), headers=good)
+        assert answer.status_code == 200
+        assert answer.json()["result"]["serverInfo"]["name"] == "cogito-lc"
+        assert "/mcp" not in client.get("/openapi.json", headers=good).json()["paths"]
+    with TestClient(app, base_url="http://rebound.example:19420") as client:
+        rebound = client.post("/mcp", json=_initialize(), headers=good)
+        assert rebound.status_code == 421  # DNS rebinding: a loopback server answers loopback names
