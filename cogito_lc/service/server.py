@@ -8,6 +8,7 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /recall_b`` ``{"text", "limit"}``: RecallB, ``{"memories", "method"}``.
 - ``POST /recall`` ``{"text", "limit", "since"?}``: RecallB then the pointer filter;
   ``method`` is ``filter`` or a ``fallback_*``/``skipped_*`` tag.
+- ``POST /recall/stream``: the same as server-sent events, stage 1 first.
 - ``POST /store`` ``{"text", "id"?, "metadata"?}`` -> ``{"id", "text"}``.
 - ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
 - ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
@@ -51,6 +52,7 @@ Example:
 
 import argparse
 import inspect
+import json
 import logging
 import math
 import sys
@@ -61,7 +63,9 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from cogito_lc import __version__
@@ -127,6 +131,11 @@ _SCOPE_HEADER_TWICE = (
 _SCOPE_HEADER_HELP = (
     "Scope (user_id) of this request, sent at most once (two are a 400). Behind a "
     "gateway, the gateway sets it and replaces any the client sent."
+)
+_STREAM_HELP = (
+    "Server-sent events: `candidates` (`memories`, `recall_method`: stage 1, RecallB's "
+    "order) as soon as it is ready, then `result` (the body of `/recall`), or `error` "
+    "(`status`, `detail`). A client that disconnects cancels the model call."
 )
 _DESCRIPTIONS = {
     400: "Malformed request body, or X-Cogito-User sent more than once",
@@ -220,6 +229,12 @@ class _Scopes:
         return self.service.view(body_user or header_user)
 
 
+async def _server_sent(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> AsyncIterator[str]:
+    async for name, data in events:
+        payload = json.dumps(jsonable_encoder(data), ensure_ascii=False)
+        yield f"event: {name}\ndata: {payload}\n\n"
+
+
 def _record(doc: Any) -> MemoryRecord:
     metadata = {
         key: value
@@ -266,6 +281,26 @@ def _search_routes(
             service.recall, view, body.text, body.limit, body.threshold, body.since
         )
         return RecallResponse(memories=hits, method=method, recall_method=recall_method)
+
+    @router.post(
+        "/recall/stream",
+        response_class=StreamingResponse,
+        responses={
+            **_responses(403, auth=auth),
+            200: {"content": {"text/event-stream": {}}, "description": _STREAM_HELP},
+        },
+    )
+    async def recall_stream(
+        body: Annotated[RecallBody, json_body(models.recall)], header_user: user
+    ) -> StreamingResponse:
+        """Two-stage recall as server-sent events: stage 1 at once, then the filtered result."""
+        view = scopes.view(header_user, body)
+        events = service.recall_stream(view, body.text, body.limit, body.threshold, body.since)
+        return StreamingResponse(
+            _server_sent(events),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
 
 def _write_routes(

@@ -61,6 +61,7 @@ def test_openapi_lists_every_endpoint_with_strict_bodies(
         ("POST", "/query"),
         ("POST", "/recall_b"),
         ("POST", "/recall"),
+        ("POST", "/recall/stream"),
         ("POST", "/store"),
         ("POST", "/add"),
         ("GET", "/memories"),
