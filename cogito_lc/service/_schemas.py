@@ -48,6 +48,8 @@ __all__ = [
     "DeleteResponse",
     "ErrorResponse",
     "FieldError",
+    "FlushBody",
+    "FlushResponse",
     "HealthResponse",
     "MemoryHit",
     "MemoryList",
@@ -59,6 +61,7 @@ __all__ = [
     "RequestModels",
     "ScopedBody",
     "SearchBody",
+    "SessionMessage",
     "SnapshotBuildRequest",
     "SnapshotBuildResponse",
     "SnapshotResponse",
@@ -268,6 +271,39 @@ class CalibrateRequest(ScopedBody):
     dry_run: StrictBool = Field(default=False, description="Return the map without saving it.")
 
 
+ROLE_PATTERN = r"^[a-z][a-z_]*$"
+FLUSH_MAX_MESSAGES = 1000
+
+
+class SessionMessage(_Request):
+    """One message of a conversation."""
+
+    role: StrictStr = Field(
+        pattern=ROLE_PATTERN,
+        max_length=32,
+        description="Who spoke: user, assistant, system, tool...",
+    )
+    content: StrictStr = Field(max_length=100_000, description="What was said.")
+
+
+class FlushBody(ScopedBody):
+    """End-of-session flush: store what a conversation taught that memory does not hold."""
+
+    messages: list[SessionMessage] = Field(
+        min_length=1,
+        max_length=FLUSH_MAX_MESSAGES,
+        description=f"The conversation, oldest first (at most {FLUSH_MAX_MESSAGES} messages).",
+    )
+    session_id: StrictStr = Field(
+        pattern=ID_PATTERN,
+        max_length=ID_MAX_CHARS,
+        description="Names the session in each memory's source metadata (session:<id>).",
+    )
+    window_size: int = Field(
+        default=8, strict=True, ge=1, le=100, description="Messages per extraction window."
+    )
+
+
 @dataclass(frozen=True)
 class RequestModels:
     """The request classes of one app, whose ``text`` fields carry its limits."""
@@ -448,6 +484,19 @@ class CalibrateResponse(BaseModel):
     path: str | None
     saved: bool
     dropped: list[str]
+
+
+class FlushResponse(BaseModel):
+    """What ``/flush`` stored and what it left out."""
+
+    windows: int
+    count: int
+    memories: list[str]
+    ids: list[str]
+    skipped_same_id: int
+    skipped_near_duplicate: int
+    verbatim_windows: int
+    methods: list[str]
 
 
 class ErrorResponse(BaseModel):

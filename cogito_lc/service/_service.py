@@ -414,6 +414,14 @@ class MemoryService:
         """Extract facts and store them (MemoryStore semantics: nothing is lost)."""
         return view.memory.add(text, context_hints=context_hints)
 
+    def flush(
+        self, view: ScopeView, messages: Sequence[Any], session_id: str, window_size: int
+    ) -> Any:
+        """Store what a conversation taught that the scope does not hold (see flush_session)."""
+        from cogito_lc.memory.flush import flush_session
+
+        return flush_session(view.memory, messages, session_id=session_id, window_size=window_size)
+
     def delete(self, view: ScopeView, memory_id: str) -> None:
         """Delete a memory of the scope.
 

@@ -11,6 +11,7 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /recall/stream``: the same as server-sent events, stage 1 first.
 - ``POST /store`` ``{"text", "id"?, "metadata"?}`` -> ``{"id", "text"}``.
 - ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
+- ``POST /flush`` ``{"messages", "session_id", "window_size"?}``: end-of-session flush.
 - ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
 - ``POST /snapshot/build``, ``POST /calibrate``.
 - ``/mcp``: the same operations as MCP tools (streamable HTTP; the ``mcp`` extra),
@@ -89,6 +90,8 @@ from cogito_lc.service._schemas import (
     CalibrateResponse,
     DeleteResponse,
     ErrorResponse,
+    FlushBody,
+    FlushResponse,
     HealthResponse,
     MemoryList,
     MemoryRecord,
@@ -329,6 +332,27 @@ def _write_routes(
             memories=[doc.page_content for doc in result.memories],
             ids=[doc.id or "" for doc in result.memories],
             method=result.method,
+        )
+
+    @router.post("/flush", response_model=FlushResponse, responses=_responses(403, auth=auth))
+    async def flush(
+        body: Annotated[FlushBody, json_body(FlushBody)], header_user: user
+    ) -> FlushResponse:
+        """End of a session: extract facts per window, skip what memory holds, store the rest."""
+        view = scopes.view(header_user, body)
+        messages = [message.model_dump() for message in body.messages]
+        result = await service.write(
+            service.flush, view, messages, body.session_id, body.window_size
+        )
+        return FlushResponse(
+            windows=result.windows,
+            count=len(result.stored),
+            memories=[doc.page_content for doc in result.stored],
+            ids=[doc.id or "" for doc in result.stored],
+            skipped_same_id=result.skipped_same_id,
+            skipped_near_duplicate=result.skipped_near_duplicate,
+            verbatim_windows=result.verbatim_windows,
+            methods=result.methods,
         )
 
 

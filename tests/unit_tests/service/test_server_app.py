@@ -64,6 +64,7 @@ def test_openapi_lists_every_endpoint_with_strict_bodies(
         ("POST", "/recall/stream"),
         ("POST", "/store"),
         ("POST", "/add"),
+        ("POST", "/flush"),
         ("GET", "/memories"),
         ("GET", "/memories/{id}"),
         ("DELETE", "/memories/{id}"),
