@@ -299,8 +299,8 @@ class FlushBody(ScopedBody):
         max_length=ID_MAX_CHARS,
         description="Names the session in each memory's source metadata (session:<id>).",
     )
-    window_size: int = Field(
-        default=8, strict=True, ge=1, le=100, description="Messages per extraction window."
+    window_size: Annotated[int, Field(strict=True, ge=1, le=100), BeforeValidator(_integral)] = (
+        Field(default=8, description="Messages per extraction window.")
     )
 
 

@@ -74,3 +74,10 @@ def test_a_malformed_transcript_is_a_422_naming_the_field(
     assert response.status_code == 422
     assert field in [error["field"] for error in response.json()["errors"]]
     assert memory.count() == 0
+
+
+def test_an_integral_float_window_size_is_accepted(client: TestClient) -> None:
+    body = {"messages": CHAT, "session_id": "s", "window_size": 2.0}  # JSON Schema: an integer
+    assert client.post("/flush", json=body).json()["windows"] == 2
+    body["window_size"] = 2.5
+    assert client.post("/flush", json=body).status_code == 422
