@@ -175,11 +175,11 @@ def _argument_types(max_text_chars: int, max_query_chars: int) -> dict[str, Any]
     }
 
 
-Limit_ = Annotated[
+HowMany = Annotated[
     Limit | None,
     Field(description=f"How many memories to return (1..{LIMIT_MAX}; server default if null)."),
 ]
-Threshold_ = Annotated[
+Floor = Annotated[
     Threshold | None, Field(description="Lowest cosine similarity a result may have (-1..1).")
 ]
 Since = Annotated[
@@ -253,8 +253,8 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
     async def recall(
         ctx: Ctx,
         text: query_text,  # type: ignore[valid-type]
-        limit: Limit_ = None,
-        threshold: Threshold_ = None,
+        limit: HowMany = None,
+        threshold: Floor = None,
         since: Since = None,
     ) -> RecallResponse:
         """Recall the memories relevant to ``text``: RecallB, then the pointer filter.
@@ -271,8 +271,8 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
     async def recall_b(
         ctx: Ctx,
         text: query_text,  # type: ignore[valid-type]
-        limit: Limit_ = None,
-        threshold: Threshold_ = None,
+        limit: HowMany = None,
+        threshold: Floor = None,
     ) -> RecallBResponse:
         """Recall the memories relevant to ``text`` with RecallB (no model call)."""
         view = tools.view(ctx)
@@ -282,8 +282,8 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
     async def query(
         ctx: Ctx,
         text: query_text,  # type: ignore[valid-type]
-        limit: Limit_ = None,
-        threshold: Threshold_ = None,
+        limit: HowMany = None,
+        threshold: Floor = None,
     ) -> QueryResponse:
         """Plain vector search; ``score`` is the cosine similarity to ``text``."""
         view = tools.view(ctx)
