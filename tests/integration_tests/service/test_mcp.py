@@ -299,3 +299,25 @@ def _content_text(message: ToolMessage) -> str:
         return content
     parts = [part["text"] if isinstance(part, dict) else str(part) for part in content]
     return "".join(parts)
+
+
+# -- streamed recall on the same service ----------------------------------------------
+
+
+def test_recall_stream_over_real_http_sends_stage_one_then_the_result(
+    service: ServiceProcess,
+) -> None:
+    with service.client(user="stream-it") as rest:
+        rest.post("/store", json={"text": "Backups run nightly at 02:00 UTC."})
+        rest.post("/store", json={"text": "The VPN gateway is vpn.example.com."})
+        body = {"text": "when do backups run", "limit": 2}
+        with rest.stream("POST", "/recall/stream", json=body) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            lines = [line for line in response.iter_lines() if line]
+        recall = rest.post("/recall", json=body).json()
+    names = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+    data = [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: ")]
+    assert names == ["candidates", "result"]
+    assert data[0]["memories"][0]["text"] == "Backups run nightly at 02:00 UTC."
+    assert data[1] == recall
