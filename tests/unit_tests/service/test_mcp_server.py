@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
 from langchain_chroma import Chroma
@@ -27,7 +28,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult, TextContent
 
-from cogito_lc import MemoryStore
+from cogito_lc import FactExtractor, MemoryStore
 from cogito_lc.service._service import MemoryService, ServiceOptions
 from cogito_lc.service.config import CogitoSettings
 from cogito_lc.service.mcp_server import (
@@ -36,6 +37,7 @@ from cogito_lc.service.mcp_server import (
     request_scope,
 )
 from cogito_lc.service.server import create_app
+from tests.unit_tests.fakes import Gate, ScriptedChatModel
 
 TOKEN = "unit-mcp-token-0123456789"  # noqa: S105 - a test value
 TOOLS = {
@@ -284,3 +286,28 @@ def test_the_service_mounts_the_tools_behind_its_guards(
     with TestClient(app, base_url="http://rebound.example:19420") as client:
         rebound = client.post("/mcp", json=_initialize(), headers=good)
         assert rebound.status_code == 421  # DNS rebinding: a loopback server answers loopback names
+
+
+async def test_a_client_that_leaves_mid_add_leaves_every_fact_or_none(
+    memory: MemoryStore,
+) -> None:
+    facts = [
+        {"content": f"Fact number {n} holds.", "kind": "rule", "importance": 0.5} for n in range(3)
+    ]
+    gate = Gate(reply=json.dumps(facts))
+    memory.extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[gate]))
+    server = create_mcp_server(MemoryService(memory, ServiceOptions()))
+    async with connect(server) as session:
+        with anyio.move_on_after(0.5) as waited:
+            await session.call_tool("add", {"text": "Three facts, said slowly."})
+        assert waited.cancelled_caught  # the client gave up while the model was working
+        assert gate.entered.is_set()
+        assert memory.count() == 0
+        gate.release.set()
+        for _ in range(200):
+            if memory.count() == len(facts):
+                break
+            await anyio.sleep(0.02)
+    assert sorted(doc.page_content for doc in memory.list(limit=10)) == [
+        f["content"] for f in facts
+    ]
