@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langgraph.store.base import Item, MatchCondition, get_text_at_path, tokenize_path
 
+from cogito_lc._core.validation import check_unicode
 from cogito_lc.memory.scope import Scope
 
 NAMESPACE = "lg_namespace"
@@ -39,7 +40,9 @@ def item_id(scope: Scope, namespace: Sequence[str], key: str) -> str:
 
 
 def check_namespace(namespace: Sequence[str]) -> None:
-    """Raise ``ValueError`` for a namespace deeper than the store holds."""
+    """Raise ``ValueError`` for a namespace deeper than the store holds or not valid text."""
+    for label in namespace:
+        check_unicode(label, name=f"namespace label {label!r}")
     if len(namespace) > MAX_DEPTH:
         msg = (
             f"namespace {tuple(namespace)!r} has {len(namespace)} labels; "
@@ -48,16 +51,23 @@ def check_namespace(namespace: Sequence[str]) -> None:
         raise ValueError(msg)
 
 
-def dump_value(namespace: Sequence[str], key: str, value: Mapping[str, Any]) -> str:
+def dump_value(namespace: Sequence[str], key: str, value: Any) -> str:
     """The value as JSON; raises ``ValueError`` naming the item when it is not JSON."""
+    if not isinstance(value, Mapping):
+        msg = (
+            f"value of item {key!r} in namespace {tuple(namespace)!r} must be a dict, "
+            f"got {type(value).__name__}."
+        )
+        raise TypeError(msg)
     try:
-        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        raw = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         msg = (
             f"value of item {key!r} in namespace {tuple(namespace)!r} is not JSON-serialisable "
             f"({exc}); CogitoStore stores JSON values, as LangGraph's database stores do."
         )
         raise ValueError(msg) from exc
+    return check_unicode(raw, name=f"value of item {key!r}")
 
 
 def index_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:

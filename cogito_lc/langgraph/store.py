@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
 from cogito_lc._core.stores import StoreAdapter, adapter_for
+from cogito_lc._core.validation import check_unicode
 from cogito_lc.memory.memory_store import MemoryNotFoundError, MemoryStore
 from cogito_lc.memory.scope import Scope, as_scope
 
@@ -139,12 +140,14 @@ class CogitoStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             _items.check_namespace(_namespace_of(op))
+            if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
+                msg = f"key must be a str, got {type(op.key).__name__}."
+                raise TypeError(msg)
         with self._lock:
             results: list[Result] = [self._read(op) for op in ops]
             writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
             for op in ops:
                 if isinstance(op, PutOp):
-                    writes.pop((op.namespace, op.key), None)
                     writes[(op.namespace, op.key)] = op
             self._write(list(writes.values()))
         return results
@@ -214,6 +217,7 @@ class CogitoStore(BaseStore):
             "search_kwargs": {"filter": _items.where(clauses)},
         }
         if self.llm is not None:
+            fields.setdefault("pool_size", min(100, max(50, k)))
             retriever = self.memory.as_retriever("recall", llm=self.llm, **fields)
         else:
             retriever = self.memory.as_retriever("recall_b", **fields)
@@ -252,16 +256,13 @@ class CogitoStore(BaseStore):
     # -- writes ------------------------------------------------------------------------
 
     def _write(self, ops: list[PutOp]) -> None:
-        """Apply puts and deletes; new items of one scope are stored in one batch."""
+        """Apply puts and deletes, every one checked first; new items of a scope in one batch."""
+        planned = [self._plan(op) for op in ops]
         fresh: dict[Scope, list[Document]] = {}
-        for op in ops:
-            scope = self._scope(op.namespace)
-            current = self._document(op.namespace, op.key)
-            if op.value is None:
+        for scope, current, document in planned:
+            if document is None:
                 self._delete(current, scope)
-                continue
-            document = self._memory_document(op, current)
-            if current is None:
+            elif current is None:
                 fresh.setdefault(scope, []).append(document)
             else:
                 self.memory.update(
@@ -273,6 +274,15 @@ class CogitoStore(BaseStore):
         for scope, documents in fresh.items():
             self.memory.store_many(documents, scope=scope)
 
+    def _plan(self, op: PutOp) -> tuple[Scope, Document | None, Document | None]:
+        """The scope, the memory now held and the memory to write (None: delete)."""
+        check_unicode(op.key, name="key")
+        scope = self._scope(op.namespace)
+        current = self._document(op.namespace, op.key)
+        if op.value is None:
+            return scope, current, None
+        return scope, current, self._memory_document(op, op.value, current)
+
     def _delete(self, current: Document | None, scope: Scope) -> None:
         if current is None:
             return
@@ -281,10 +291,20 @@ class CogitoStore(BaseStore):
         except MemoryNotFoundError:  # deleted meanwhile by another writer
             return
 
-    def _memory_document(self, op: PutOp, current: Document | None) -> Document:
-        assert op.value is not None  # noqa: S101 - deletes are handled before
-        raw = _items.dump_value(op.namespace, op.key, op.value)
-        texts = [] if op.index is False else _items.index_texts(op.value, op.index or self.fields)
+    def _memory_document(
+        self, op: PutOp, value: Mapping[str, Any], current: Document | None
+    ) -> Document:
+        raw = _items.dump_value(op.namespace, op.key, value)
+        texts = [] if op.index is False else _items.index_texts(value, op.index or self.fields)
+        text = "\n".join(texts)
+        if len(text) > self.memory.max_text_chars:
+            msg = (
+                f"the index fields of item {op.key!r} in namespace {op.namespace!r} hold "
+                f"{len(text)} characters, over the memory store's max_text_chars="
+                f"{self.memory.max_text_chars}; index fewer fields (put(..., index=[...])) "
+                "or raise max_text_chars."
+            )
+            raise ValueError(msg)
         stamp = _items.now()
         doc_id = _items.item_id(self.memory.scope, op.namespace, op.key)
         metadata: dict[str, Any] = {
@@ -298,7 +318,9 @@ class CogitoStore(BaseStore):
             _items.CREATED: current.metadata[_items.CREATED] if current is not None else stamp,
             _items.UPDATED: stamp,
         }
-        return Document(page_content="\n".join(texts) or raw, metadata=metadata, id=doc_id)
+        # An item that is not indexed keeps its JSON as text, for listings; search skips it.
+        content = text or raw[: self.memory.max_text_chars]
+        return Document(page_content=content, metadata=metadata, id=doc_id)
 
     # -- scopes ------------------------------------------------------------------------
 

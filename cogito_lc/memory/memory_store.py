@@ -264,19 +264,15 @@ class MemoryStore:
     ) -> Document:
         """Replace a memory's text (re-embedded), keeping its id and ``created_at``.
 
-        With ``metadata``, the memory's own metadata is replaced by it too (the
-        keys the store sets, scope keys and ``created_at`` among them, are kept).
+        With ``metadata``, its keys are set on the memory too (validated as for
+        :meth:`store`; the memory's other keys are kept).
         """
         target = as_scope(scope, self.scope)
         self._check_text(text)
         replacement = None if metadata is None else _check_metadata(metadata)
         with self._lock:
             current = self._require(id, target)
-            kept = current.metadata
-            if replacement is not None:
-                kept = {k: v for k, v in kept.items() if k in RESERVED_METADATA_KEYS}
-                kept.update(replacement)
-            merged = {**kept, "updated_at": _now()}
+            merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
             document = Document(page_content=text, metadata=merged, id=id)
             self._mark_pending([id])
             self.vectorstore.add_documents([document], ids=[id])
