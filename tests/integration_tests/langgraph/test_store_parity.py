@@ -185,7 +185,7 @@ def test_unindexed_items_are_stored_not_ranked(stores: list[BaseStore]) -> None:
         assert got is not None
         return [
             hits[0].key,
-            sorted((h.key for h in hits if h.score is None)),
+            sorted(h.key for h in hits if h.score is None),
             {h.key for h in hits[-2:]},
             got.value,
         ]
