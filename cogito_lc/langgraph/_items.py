@@ -9,7 +9,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.documents import Document
-from langgraph.store.base import Item, MatchCondition, get_text_at_path, tokenize_path
+from langgraph.store.base import (
+    InvalidNamespaceError,
+    Item,
+    MatchCondition,
+    get_text_at_path,
+    tokenize_path,
+)
 
 from cogito_lc._core.validation import check_unicode
 from cogito_lc.memory.scope import Scope
@@ -40,8 +46,19 @@ def item_id(scope: Scope, namespace: Sequence[str], key: str) -> str:
 
 
 def check_namespace(namespace: Sequence[str]) -> None:
-    """Raise ``ValueError`` for a namespace deeper than the store holds or not valid text."""
+    """Raise ``ValueError`` for a namespace the store cannot hold.
+
+    ``InvalidNamespaceError`` (a ``ValueError``) for a label that is not a
+    non-empty string without ``.`` and NUL, as LangGraph's own checks (which ops
+    handed to ``batch`` directly skip).
+    """
     for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            msg = (
+                f"invalid namespace label {label!r} in {tuple(namespace)!r}: labels are "
+                "non-empty strings without periods ('.') or NUL bytes."
+            )
+            raise InvalidNamespaceError(msg)
         check_unicode(label, name=f"namespace label {label!r}")
     if len(namespace) > MAX_DEPTH:
         msg = (

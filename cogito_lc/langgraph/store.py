@@ -28,7 +28,6 @@ try:
         Result,
         SearchItem,
         SearchOp,
-        validate_op_namespace,
     )
 except ImportError as exc:  # pragma: no cover - exercised on an install without the extra
     msg = "CogitoStore needs langgraph: pip install 'cogito-lc[langgraph]'."
@@ -138,8 +137,8 @@ class CogitoStore(BaseStore):
         """Run the operations: reads first, on the store as it was; then the writes in order."""
         ops = list(ops)
         for op in ops:
-            validate_op_namespace(op)
-            _items.check_namespace(_namespace_of(op))
+            for namespace in _namespaces_of(op):
+                _items.check_namespace(namespace)
             if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
                 msg = f"key must be a str, got {type(op.key).__name__}."
                 raise TypeError(msg)
@@ -334,12 +333,16 @@ class CogitoStore(BaseStore):
         return _items.where([*scope, *clauses])
 
 
-def _namespace_of(op: Op) -> tuple[str, ...]:
+def _namespaces_of(op: Op) -> list[tuple[str, ...]]:
     if isinstance(op, SearchOp):
-        return op.namespace_prefix
+        return [op.namespace_prefix]
     if isinstance(op, (GetOp, PutOp)):
-        return op.namespace
-    return ()
+        return [op.namespace]
+    if isinstance(op, ListNamespacesOp):
+        # "*" is a wildcard label here; a path deeper than the store holds matches nothing.
+        paths = [c.path[: _items.MAX_DEPTH] for c in op.match_conditions or ()]
+        return [tuple(label for label in path if label != "*") for path in paths]
+    return []
 
 
 def _search_item(item: Item, score: float | None = None) -> SearchItem:

@@ -272,3 +272,23 @@ def test_works_over_an_in_memory_vector_store() -> None:
     store.put(("n",), "k", {"text": "Deploys freeze on Fridays."})
     assert [i.key for i in store.search(("n",), query="deploy freeze Friday")] == ["k"]
     assert [i.key for i in store.search(("n",), filter={"text": {"$ne": "x"}})] == ["k"]
+
+
+def test_ops_handed_to_batch_directly_are_checked_too(store: CogitoStore) -> None:
+    with pytest.raises(InvalidNamespaceError, match="periods"):
+        store.batch([GetOp(("a.b",), "k")])
+    with pytest.raises(InvalidNamespaceError, match="periods"):
+        store.batch([SearchOp(("ok", "x.y"))])
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("", "x"), "k", {"text": "x"})])
+    with pytest.raises(TypeError, match="key must be a str"):
+        store.batch([GetOp(("n",), 3)])  # type: ignore[arg-type]
+    assert store.list_namespaces(prefix=("*", "b")) == []
+
+
+def test_a_query_over_unindexed_items_only_lists_them(store: CogitoStore) -> None:
+    store.put(("raw",), "a", {"text": "first"}, index=False)
+    store.put(("raw",), "b", {"other": "no text field"})
+    hits = store.search(("raw",), query="first")
+    assert [(h.key, h.score) for h in hits] == [("a", None), ("b", None)]
+    assert [h.key for h in store.search(("raw",), query="first", offset=1)] == ["b"]
