@@ -142,13 +142,14 @@ class CogitoStore(BaseStore):
             if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
                 msg = f"key must be a str, got {type(op.key).__name__}."
                 raise TypeError(msg)
-        with self._lock:
-            results: list[Result] = [self._read(op) for op in ops]
-            writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
-            for op in ops:
-                if isinstance(op, PutOp):
-                    writes[(op.namespace, op.key)] = op
-            self._write(list(writes.values()))
+        results: list[Result] = [self._read(op) for op in ops]
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                writes[(op.namespace, op.key)] = op
+        if writes:
+            with self._lock:  # reads run unlocked; a replace reads, then writes
+                self._write(list(writes.values()))
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

@@ -292,3 +292,13 @@ def test_a_query_over_unindexed_items_only_lists_them(store: CogitoStore) -> Non
     hits = store.search(("raw",), query="first")
     assert [(h.key, h.score) for h in hits] == [("a", None), ("b", None)]
     assert [h.key for h in store.search(("raw",), query="first", offset=1)] == ["b"]
+
+
+async def test_concurrent_writers_and_readers_lose_nothing(store: CogitoStore) -> None:
+    writes = [store.aput(("n",), f"k{i}", {"text": f"note {i}", "i": i}) for i in range(12)]
+    replaces = [store.aput(("n",), "k0", {"text": f"replaced {i}", "i": 0}) for i in range(3)]
+    reads = [store.asearch(("n",), query="note") for _ in range(4)]
+    await asyncio.gather(*writes, *replaces, *reads)
+    items = await store.asearch(("n",), limit=50)
+    assert sorted(item.value["i"] for item in items) == list(range(12))
+    assert store.memory.count() == 12
