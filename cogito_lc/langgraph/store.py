@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
 from cogito_lc._core.stores import StoreAdapter, adapter_for
@@ -116,11 +117,17 @@ class CogitoStore(BaseStore):
                 position of the namespace label that sets it.
             llm: The filter model of the two-stage retriever; None ranks by
                 RecallB alone.
-            retriever_kwargs: More keywords for ``memory.as_retriever``.
+            retriever_kwargs: More keywords for ``memory.as_retriever`` (fields of
+                RecallB, and of the retriever and filter when ``llm`` is set);
+                ``k`` and ``search_kwargs`` are set by each search.
 
         Raises:
             ValueError: On an unknown scope key, a negative position or one set
-                by ``memory``'s scope, or an index config without fields.
+                by ``memory``'s scope, or an index config with an unknown key or
+                fields that are not a list of paths.
+            TypeError: If a ``retriever_kwargs`` keyword is a field of no component.
+            NotImplementedError: If ``memory``'s vector store cannot be listed
+                by metadata (Chroma and ``InMemoryVectorStore`` can).
         """
         self.memory = memory
         self.fields = _fields(index)
@@ -130,6 +137,7 @@ class CogitoStore(BaseStore):
         self._adapter: StoreAdapter = adapter_for(memory.vectorstore)
         self._adapter.check_filters_by_metadata("CogitoStore")
         self._lock = threading.RLock()
+        self._retriever(1, _items.prefix_clauses(()))  # a bad retriever keyword fails here
 
     # -- BaseStore -------------------------------------------------------------------
 
@@ -209,20 +217,21 @@ class CogitoStore(BaseStore):
             if not ids:
                 return []
             clauses.append({_items.ITEM_ID: {"$in": ids}})
+        documents = self._retriever(k, clauses).invoke(query)
+        return [_search_item(_items.to_item(doc), _score(doc)) for doc in documents[:k]]
+
+    def _retriever(self, k: int, clauses: list[dict[str, Any]]) -> BaseRetriever:
         fields: dict[str, Any] = {
-            "k": k,
             "fetch_k": max(20, k),
             "original_fetch_k": max(30, k),
             **self.retriever_kwargs,
+            "k": k,
             "search_kwargs": {"filter": _items.where(clauses)},
         }
         if self.llm is not None:
             fields.setdefault("pool_size", min(100, max(50, k)))
-            retriever = self.memory.as_retriever("recall", llm=self.llm, **fields)
-        else:
-            retriever = self.memory.as_retriever("recall_b", **fields)
-        documents = retriever.invoke(query)
-        return [_search_item(_items.to_item(doc), _score(doc)) for doc in documents[:k]]
+            return self.memory.as_retriever("recall", llm=self.llm, **fields)
+        return self.memory.as_retriever("recall_b", **fields)
 
     def _scan(self, clauses: list[dict[str, Any]], conditions: dict[str, Any] | None) -> list[Item]:
         """Every item matching the metadata clauses and value conditions, oldest first."""

@@ -302,3 +302,12 @@ async def test_concurrent_writers_and_readers_lose_nothing(store: CogitoStore) -
     items = await store.asearch(("n",), limit=50)
     assert sorted(item.value["i"] for item in items) == list(range(12))
     assert store.memory.count() == 12
+
+
+def test_retriever_kwargs_reach_recall_but_not_the_limit(memory: MemoryStore) -> None:
+    store = CogitoStore(memory, index={"fields": ["text"]}, retriever_kwargs={"k": 1, "rrf_k": 5})
+    for i in range(3):
+        store.put(("n",), f"k{i}", {"text": f"billing note {i}"})
+    assert len(store.search(("n",), query="billing note", limit=3)) == 3
+    with pytest.raises(TypeError, match="rrf_kk"):
+        CogitoStore(memory, retriever_kwargs={"rrf_kk": 5})
