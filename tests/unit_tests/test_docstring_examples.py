@@ -65,7 +65,7 @@ class Example:
         return match.group(1) if match else None
 
 
-OPTIONAL_PACKAGES = {"cogito_lc.langgraph": "langgraph"}
+OPTIONAL_PACKAGES = {"cogito_lc.langgraph": "langgraph", "cogito_lc.service.mcp_server": "mcp"}
 """Folders that need an extra -> the package it installs: left out where it is missing."""
 
 
