@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(FIND_LINKS) "$(TORCH_SPEC)"
-	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,anthropic,server,cli,dev,bench,mcp]"
+	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,anthropic,server,cli,dev,bench,mcp,langgraph]"
 	touch $(STAMP)
 
 # The local model server of the integration tier (the demo does not need it).
