@@ -249,6 +249,62 @@ def _lexical_top(scores: Array, k: int) -> list[int]:
     return [int(i) for i in order if scores[i] > 0]
 
 
+@dataclass
+class _Components:
+    """The configuration-independent parts of one question's fusion, for one ``rrf_k``."""
+
+    members: npt.NDArray[np.int64]
+    original: npt.NDArray[np.float64]
+    fragments: npt.NDArray[np.float64]
+    lexical: npt.NDArray[np.float64]
+    pool_bm25: npt.NDArray[np.float64]
+    cosines: Array
+    lexical_top: list[float]
+
+
+_MEMO: dict[tuple[int, int, int], tuple[QuestionRuns, _Components]] = {}
+
+
+def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDArray[np.float64]:
+    out = np.zeros(len(pool), np.float64)
+    if run:
+        positions = np.fromiter((pool[d] for d in run), dtype=np.int64)
+        out[positions] = 1.0 / (rrf_k + np.arange(1, len(run) + 1))
+    return out
+
+
+def _components(runs: QuestionRuns, rrf_k: int, corpus_k: int) -> _Components | None:
+    key = (id(runs), rrf_k, corpus_k)
+    cached = _MEMO.get(key)
+    if cached is not None and cached[0] is runs:
+        return cached[1]
+    lexical = runs.lexical_run[:corpus_k]
+    pool: dict[int, int] = {}
+    for doc in itertools.chain(*runs.vector_runs, lexical):
+        pool.setdefault(doc, len(pool))
+    if not pool:
+        return None
+    members = np.fromiter(pool, dtype=np.int64)
+    pool_scores = runs.bm25[members]
+    ranked = [
+        int(members[i]) for i in np.argsort(-pool_scores, kind="stable") if pool_scores[i] > 0
+    ]
+    fragments = np.zeros(len(pool), np.float64)
+    for run in runs.vector_runs[1:]:
+        fragments += _rrf_vector(run, pool, rrf_k)
+    components = _Components(
+        members=members,
+        original=_rrf_vector(runs.vector_runs[0], pool, rrf_k),
+        fragments=fragments,
+        lexical=_rrf_vector(lexical, pool, rrf_k),
+        pool_bm25=_rrf_vector(ranked, pool, rrf_k),
+        cosines=_unit_range(runs.query_cosines[members]),
+        lexical_top=[float(runs.bm25[i]) for i in lexical[:2]],
+    )
+    _MEMO[key] = (runs, components)
+    return components
+
+
 def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> list[int]:
     """RecallB's ranking of one question's cached runs under ``config`` (document indices).
 
@@ -256,35 +312,24 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     top, fused by weighted RRF (original, fragments, corpus BM25, pool BM25) and
     blended with the original query's cosine, each scaled to 0..1 in the pool.
     """
-    lexical = runs.lexical_run[: config.corpus_bm25_k]
-    pool: dict[int, int] = {}
-    for doc in itertools.chain(*runs.vector_runs, lexical):
-        pool.setdefault(doc, len(pool))
-    if not pool:
+    parts = _components(runs, config.rrf_k, config.corpus_bm25_k)
+    if parts is None:
         return []
-    members = np.fromiter(pool, dtype=np.int64)
     lexical_weight = config.corpus_bm25_weight
     if config.lexical_floor < 1.0:
-        top = [float(runs.bm25[i]) for i in lexical[:2]]
-        lexical_weight = adaptive_lexical_weight(lexical_weight, top, config.lexical_floor)
-    weighted = [(run, config.fragment_weight) for run in runs.vector_runs[1:]]
-    weighted = [(runs.vector_runs[0], config.original_weight), *weighted, (lexical, lexical_weight)]
-    if config.bm25_weight > 0:
-        pool_bm25 = runs.bm25[members]
-        ranked = [
-            int(members[i]) for i in np.argsort(-pool_bm25, kind="stable") if pool_bm25[i] > 0
-        ]
-        weighted.append((ranked, config.bm25_weight))
-    fused = np.zeros(len(pool), np.float32)
-    for run, weight in weighted:
-        if run and weight > 0:
-            positions = np.fromiter((pool[d] for d in run), dtype=np.int64)
-            fused[positions] += weight / (config.rrf_k + np.arange(1, len(run) + 1))
-    cosines = runs.query_cosines[members]
-    scores = config.cosine_weight * _unit_range(cosines) + (
-        1.0 - config.cosine_weight
-    ) * _unit_range(fused)
-    return [int(members[i]) for i in np.argsort(-scores, kind="stable")[:k]]
+        lexical_weight = adaptive_lexical_weight(
+            lexical_weight, parts.lexical_top, config.lexical_floor
+        )
+    fused = (
+        config.original_weight * parts.original
+        + config.fragment_weight * parts.fragments
+        + lexical_weight * parts.lexical
+        + config.bm25_weight * parts.pool_bm25
+    ).astype(np.float32)
+    scores = config.cosine_weight * parts.cosines + (1.0 - config.cosine_weight) * _unit_range(
+        fused
+    )
+    return [int(parts.members[i]) for i in np.argsort(-scores, kind="stable")[:k]]
 
 
 def vector_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
@@ -322,10 +367,10 @@ def default_grid() -> list[FusionConfig]:
     """The fixed-weight configurations searched (the current defaults among them)."""
     return [
         FusionConfig(rrf_k, cosine, lexical, fragment, pool_bm25)
-        for rrf_k in (5, 10, 20, 40)
-        for cosine in (0.2, 0.35, 0.5, 0.65)
-        for lexical in (1.0, 2.0, 4.0, 8.0)
-        for fragment in (0.25, 0.5, 1.0)
+        for rrf_k in (5, 10, 20)
+        for cosine in (0.2, 0.35, 0.5)
+        for lexical in (2.0, 4.0, 8.0)
+        for fragment in (0.25, 0.5)
         for pool_bm25 in (0.0, 0.5)
     ]
 
