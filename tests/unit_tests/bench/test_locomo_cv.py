@@ -12,6 +12,7 @@ import pytest
 from cogito_lc.bench import locomo, locomo_cv
 from cogito_lc.bench.hash_embeddings import HashEmbeddings
 from cogito_lc.bench.locomo_cv import FusionConfig, QuestionRuns, UnitVariant
+from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
 from tests.unit_tests.bench.locomo_sample import locomo_sample
 
 pytest.importorskip("sklearn", reason="the mem0 baseline's stop words need scikit-learn")
@@ -114,3 +115,16 @@ def test_a_flat_lexical_run_weighs_less_under_adaptive_fusion() -> None:
     assert locomo_cv.fusion_order(flat, adaptive)[0] == 0
     decisive = _runs([0.0, 0.0, 0.0, 9.0, 1.0])
     assert locomo_cv.fusion_order(decisive, adaptive)[0] == 3
+
+
+def test_the_live_mem0_retriever_ranks_like_the_cached_one(cached: dict[Any, Any]) -> None:
+    docs = locomo.build_unit(_samples(3)[0], "turns").documents
+    store = locomo.make_store(HashEmbeddings(size=64), docs)
+    live = Mem0HybridRetriever(store=store, documents=docs)
+    conversation = cached[UnitVariant("turns")][0]
+    for runs in conversation.questions:
+        found = [
+            frozenset(locomo.split_ids(d.metadata["dia_id"])) for d in live.invoke(runs.question)
+        ]
+        assert found == [conversation.labels["all"][i] for i in locomo_cv.mem0_order(runs)]
+    store.delete_collection()
