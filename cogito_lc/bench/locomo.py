@@ -61,6 +61,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
 from cogito_lc import RecallB, __version__
+from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings
 from cogito_lc.retrievers import SqliteLexicalIndex
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
@@ -93,7 +94,8 @@ class Unit:
     questions: list[tuple[str, set[str]]] = field(default_factory=list)
 
 
-def turn_documents(conversation: dict[str, Any]) -> list[Document]:
+def turn_documents(conversation: dict[str, Any], captions: bool = False) -> list[Document]:
+    """One document per turn; with ``captions``, a shared photo's caption is appended."""
     docs: list[Document] = []
     for key, turns in conversation.items():
         if not key.startswith("session_") or not isinstance(turns, list):
@@ -101,7 +103,7 @@ def turn_documents(conversation: dict[str, Any]) -> list[Document]:
         date = conversation.get(f"{key}_date_time", "")
         docs.extend(
             Document(
-                page_content=f"{turn['speaker']}: {turn['text']}",
+                page_content=f"{turn['speaker']}: {turn['text']}" + photo_caption(turn, captions),
                 metadata={"dia_id": turn["dia_id"], "session": key, "date": date},
                 id=f"turn-{turn['dia_id']}",
             )
@@ -110,7 +112,19 @@ def turn_documents(conversation: dict[str, Any]) -> list[Document]:
     return docs
 
 
-def fact_documents(observation: dict[str, Any]) -> list[Document]:
+def photo_caption(turn: dict[str, Any], captions: bool) -> str:
+    caption = turn.get("blip_caption") if captions else None
+    return f" [shares a photo: {caption}]" if caption else ""
+
+
+def first_id(raw: Any) -> str:
+    """The first ``dia_id`` a field cites, in the data's order."""
+    items = raw if isinstance(raw, list) else [raw]
+    return next(p.strip() for i in items for p in str(i).replace(",", ";").split(";") if p.strip())
+
+
+def fact_documents(observation: dict[str, Any], evidence: str = "all") -> list[Document]:
+    """One document per observation; ``evidence="first"`` keys it to its first cited turn."""
     docs: list[Document] = []
     for session, speakers in observation.items():
         for speaker, facts in speakers.items():
@@ -119,7 +133,9 @@ def fact_documents(observation: dict[str, Any]) -> list[Document]:
                     Document(
                         page_content=fact,
                         metadata={
-                            "dia_id": ";".join(sorted(split_ids(dia_id))),
+                            "dia_id": first_id(dia_id)
+                            if evidence == "first"
+                            else ";".join(sorted(split_ids(dia_id))),
                             "session": session,
                             "speaker": speaker,
                         },
@@ -129,11 +145,13 @@ def fact_documents(observation: dict[str, Any]) -> list[Document]:
     return docs
 
 
-def build_unit(sample: dict[str, Any], unit: str) -> Unit:
+def build_unit(
+    sample: dict[str, Any], unit: str, captions: bool = False, fact_evidence: str = "all"
+) -> Unit:
     if unit == "turns":
-        docs = turn_documents(sample["conversation"])
+        docs = turn_documents(sample["conversation"], captions)
     else:
-        docs = fact_documents(sample["observation"])
+        docs = fact_documents(sample["observation"], fact_evidence)
     covered = set().union(*(split_ids(d.metadata["dia_id"]) for d in docs))
     questions = []
     for qa in sample["qa"]:
@@ -202,6 +220,8 @@ def build_methods(
             vectorstore=store, k=TOP_K, **{"subquery_vectors": "batch", **recall_b_options}
         ),
     }
+    if not only or "mem0_hybrid" in only:
+        methods["mem0_hybrid"] = Mem0HybridRetriever(store=store, documents=docs)
     if not only or "recall_b_fts" in only:
         methods["recall_b_fts"] = RecallB(
             vectorstore=store, k=TOP_K, lexical_index=fts_index(docs), **recall_b_options
@@ -319,10 +339,11 @@ def run_unit(
     only: set[str] | None,
     cogito: CogitoSetup | None = None,
     max_questions: int | None = None,
+    variant: dict[str, Any] | None = None,
 ) -> dict[str, Tally]:
     tallies: dict[str, Tally] = {}
     for sample in samples:
-        data = build_unit(sample, unit)
+        data = build_unit(sample, unit, **(variant or {}))
         questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
         methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
@@ -387,7 +408,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--methods",
         nargs="+",
         default=None,
-        help="only these methods (vector bm25 ensemble recall_b recall_b_batch recall_b_fts; "
+        help="only these methods (vector bm25 ensemble mem0_hybrid recall_b recall_b_batch "
+        "recall_b_fts; "
         "cogito is opt-in and needs --llm)",
     )
     parser.add_argument(
@@ -413,6 +435,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--recall-b", default="{}", help="RecallB options as JSON, e.g. '{\"cosine_weight\": 0.8}'"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--turn-captions",
+        action="store_true",
+        help="append a shared photo's caption to its turn: ' [shares a photo: ...]'",
+    )
+    parser.add_argument(
+        "--fact-evidence",
+        choices=["all", "first"],
+        default="all",
+        help="key each fact to all its evidence turns or to the first (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="leave-one-conversation-out cross-validation of the fusion over every unit "
+        "variant (cogito_lc.bench.locomo_cv; runs are cached in /tmp/locomo-cv)",
+    )
     return parser.parse_args(argv)
 
 
@@ -492,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.cv:
+        msg = "--cv runs from cogito_lc.bench.locomo_cv.main (python benchmarks/locomo.py --cv)."
+        raise SystemExit(msg)
     samples = list(iter_samples(args.data, args.conversations))
     embeddings = local_embeddings()
     options = json.loads(args.recall_b)
@@ -505,6 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "embeddings": LOCAL_MODEL_NAME,
             "cogito_lc": __version__,
             "recall_b_options": options,
+            "turn_captions": args.turn_captions,
+            "fact_evidence": args.fact_evidence,
             "machine": {
                 "cpus": os.cpu_count(),
                 "platform": platform.platform(),
@@ -523,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 set(args.methods or []),
                 cogito,
                 args.questions,
+                {"captions": args.turn_captions, "fact_evidence": args.fact_evidence},
             )
             results = {name: tally.summary() for name, tally in tallies.items()}
             report["units"][unit] = results

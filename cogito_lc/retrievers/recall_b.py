@@ -38,6 +38,7 @@ from cogito_lc.retrievers._subquery_vectors import (
     embed_subqueries,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
+from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
 from cogito_lc.retrievers.lexical_index import LexicalIndex
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 
@@ -140,6 +141,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     sub-queries in one ``embed_documents`` call; ``"per_query"`` calls ``embed_query``
     for each (for asymmetric models); ``"auto"`` (default) uses span where the
     embeddings allow it, else batch."""
+    lexical_floor: float = Field(default=1.0, ge=0.0, le=1.0)
+    """1.0 (default) keeps ``corpus_bm25_weight`` fixed. Below 1, the corpus BM25 run's
+    weight is scaled by how decisive the run is for this query, from this share (its two
+    best scores equal) up to the full weight (the best far ahead of the runner-up);
+    see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -340,12 +346,19 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         runs = list(found.vector_runs)
         weights = [self.original_weight] + [self.fragment_weight] * (len(runs) - 1)
         runs.append(lexical_run)
-        weights.append(self.corpus_bm25_weight)
+        weights.append(self._lexical_weight(hits, lexical_run))
         if self.bm25_weight > 0:
             runs.append(self._pool_bm25_run(query, found, hits, keys))
             weights.append(self.bm25_weight)
         fused_by_key = reciprocal_rank_fusion(runs, weights=weights, k=self.rrf_k)
         return np.asarray([fused_by_key.get(key, 0.0) for key in keys], np.float32)
+
+    def _lexical_weight(self, hits: _LexicalRun | None, lexical_run: list[str]) -> float:
+        if self.lexical_floor >= 1.0 or hits is None or not lexical_run:
+            return self.corpus_bm25_weight
+        scores = hits.scores(lexical_run[:2])
+        top = [scores.get(key, 0.0) for key in lexical_run[:2]]
+        return adaptive_lexical_weight(self.corpus_bm25_weight, top, self.lexical_floor)
 
     @staticmethod
     def _pool_bm25_run(

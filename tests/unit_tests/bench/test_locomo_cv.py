@@ -1,0 +1,130 @@
+"""The LoCoMo cross-validation: cached runs reproduce RecallB, folds fit on training data only."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cogito_lc.bench import locomo, locomo_cv
+from cogito_lc.bench.hash_embeddings import HashEmbeddings
+from cogito_lc.bench.locomo_cv import FusionConfig, QuestionRuns, UnitVariant
+from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
+from tests.unit_tests.bench.locomo_sample import locomo_sample
+
+pytest.importorskip("sklearn", reason="the mem0 baseline's stop words need scikit-learn")
+
+
+def _samples(conversations: int) -> list[dict[str, Any]]:
+    samples = copy.deepcopy(locomo_sample(conversations))
+    for c, sample in enumerate(samples):
+        sample["sample_id"] = f"conv-{c}"
+        for s, qa in enumerate(sample["qa"], start=1):
+            qa["evidence"] = [f"D{s}:1"]
+        first = sample["conversation"]["session_1"][0]
+        first["blip_caption"] = "a photo of a grey cat on a sofa"
+        sample["observation"]["session_1_observation"]["Ana" + str(c)][0][1] = "D1:1; D1:2"
+    return samples
+
+
+@pytest.fixture
+def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[UnitVariant, Any]:
+    monkeypatch.setattr(locomo_cv, "CACHE_DIR", tmp_path / "cache")
+    data = tmp_path / "locomo.json"
+    data.write_text("[]")
+    samples = _samples(3)
+    embeddings = HashEmbeddings(size=64)
+    turns = locomo_cv.collect(data, samples, UnitVariant("turns"), embeddings)
+    facts = locomo_cv.collect(data, samples, UnitVariant("facts"), embeddings)
+    return {
+        UnitVariant("turns"): turns,
+        UnitVariant("facts", fact_evidence="all"): facts,
+        UnitVariant("facts", fact_evidence="first"): facts,
+    }
+
+
+def test_offline_default_ranking_is_the_live_recall_b_ranking(cached: dict[Any, Any]) -> None:
+    runs = [q for conversations in cached.values() for c in conversations for q in c.questions]
+    assert runs
+    assert all(locomo_cv.fusion_order(q, FusionConfig()) == q.live_top for q in runs)
+
+
+def test_cache_is_read_back_not_recomputed(tmp_path: Path, cached: dict[Any, Any]) -> None:
+    data = tmp_path / "locomo.json"
+
+    class Exploding(HashEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            raise AssertionError
+
+    again = locomo_cv.collect(data, _samples(3), UnitVariant("turns"), Exploding(size=64))
+    assert [q.question for q in again[0].questions] == [
+        q.question for q in cached[UnitVariant("turns")][0].questions
+    ]
+
+
+def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any, Any]) -> None:
+    grid = [FusionConfig(cosine_weight=w) for w in (0.0, 0.35, 1.0)]
+    result = locomo_cv.cross_validate(cached, {"fitted": grid})
+    assert len(result.chosen["fitted"]) == 3
+    assert set(result.table) == {"vector", "bm25", "ensemble", "mem0_hybrid", "recall_b", "fitted"}
+    assert all(len(folds) == 3 for folds in result.table["fitted"].values())
+    assert set(result.table["recall_b"]) == {"turns", "facts/all", "facts/first"}
+    assert result.live_agreement == 1.0
+
+
+def test_fact_evidence_first_labels_only_the_first_turn(cached: dict[Any, Any]) -> None:
+    labels = cached[UnitVariant("facts")][0].labels
+    assert labels["all"][0] == {"D1:1", "D1:2"}
+    assert labels["first"][0] == {"D1:1"}
+
+
+def test_turn_captions_append_the_shared_photo() -> None:
+    sample = _samples(1)[0]
+    plain = locomo.build_unit(sample, "turns").documents[0].page_content
+    captioned = locomo.build_unit(sample, "turns", captions=True).documents[0].page_content
+    assert captioned == plain + " [shares a photo: a photo of a grey cat on a sofa]"
+
+
+def _runs(bm25: list[float]) -> QuestionRuns:
+    n = len(bm25)
+    return QuestionRuns(
+        question="q",
+        category=4,
+        evidence=frozenset({"x"}),
+        vector_runs=[[0, 1, 2, 3]],
+        lexical_run=[i for i in sorted(range(n), key=lambda i: -bm25[i]) if bm25[i] > 0],
+        live_top=[],
+        query_cosines=np.asarray([0.9, 0.8, 0.7, 0.6, 0.5][:n], np.float32),
+        plain_cosines=np.zeros(n, np.float32),
+        bm25=np.asarray(bm25, np.float32),
+        mem0_keyword=[],
+        mem0_terms=0,
+    )
+
+
+def test_a_flat_lexical_run_weighs_less_under_adaptive_fusion() -> None:
+    fixed = FusionConfig(corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5)
+    adaptive = FusionConfig(
+        corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5, lexical_floor=0.0
+    )
+    flat = _runs([0.0, 0.0, 0.0, 5.0, 5.0])
+    assert locomo_cv.fusion_order(flat, fixed)[0] == 3
+    assert locomo_cv.fusion_order(flat, adaptive)[0] == 0
+    decisive = _runs([0.0, 0.0, 0.0, 9.0, 1.0])
+    assert locomo_cv.fusion_order(decisive, adaptive)[0] == 3
+
+
+def test_the_live_mem0_retriever_ranks_like_the_cached_one(cached: dict[Any, Any]) -> None:
+    docs = locomo.build_unit(_samples(3)[0], "turns").documents
+    store = locomo.make_store(HashEmbeddings(size=64), docs)
+    live = Mem0HybridRetriever(store=store, documents=docs)
+    conversation = cached[UnitVariant("turns")][0]
+    for runs in conversation.questions:
+        found = [
+            frozenset(locomo.split_ids(d.metadata["dia_id"])) for d in live.invoke(runs.question)
+        ]
+        assert found == [conversation.labels["all"][i] for i in locomo_cv.mem0_order(runs)]
+    store.delete_collection()
