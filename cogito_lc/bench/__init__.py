@@ -5,3 +5,9 @@ The LoCoMo retrieval benchmark compares vector search, BM25, LangChain's
 :mod:`cogito_lc.service`, under the CLI: it may import :mod:`cogito_lc.memory` and every
 layer below it, and knows nothing of the service or the CLI.
 """
+
+from __future__ import annotations
+
+from cogito_lc._core.extras import require_extra
+
+require_extra("bench", "The benchmarks (cogito_lc.bench)")

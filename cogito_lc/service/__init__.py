@@ -8,3 +8,7 @@ not import FastAPI.
 """
 
 from __future__ import annotations
+
+from cogito_lc._core.extras import require_extra
+
+require_extra("server", "The HTTP service (cogito_lc.service)")
