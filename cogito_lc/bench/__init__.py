@@ -10,4 +10,4 @@ from __future__ import annotations
 
 from cogito_lc._core.extras import require_extra
 
-require_extra("bench", "The benchmarks (cogito_lc.bench)")
+require_extra("bench", "The benchmark package (cogito_lc.bench)")

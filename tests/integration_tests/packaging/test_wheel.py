@@ -1,0 +1,187 @@
+"""The built wheel, installed as users install it: core only, then with extras."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration_tests.packaging.conftest import (
+    REPO,
+    Venv,
+    clean_env,
+    project_version,
+)
+
+HERE = Path(__file__).resolve().parent
+# The components each extra enables, as code that uses them; run where the extra is missing.
+EXTRA_COMPONENTS = {
+    "local": "from cogito_lc import local_embeddings; local_embeddings()",
+    "server": "import cogito_lc.service.server",
+    "cli": "import cogito_lc.cli.app",
+    "bench": "import cogito_lc.bench.locomo",
+}
+# Provider extras are reached through the service's model settings (the server extra).
+PROVIDER_COMPONENTS = {
+    "ollama": "filter_model='ollama:qwen2.5:3b'",
+    "openai": "filter_model='openai:gpt-4o-mini', filter_endpoint='http://127.0.0.1:9/v1'",
+    "anthropic": "filter_model='anthropic:claude-haiku-4-5', anthropic_api_key='k'",
+}
+# Extras whose components are not part of this package yet (no code needs them).
+EXTRAS_WITHOUT_COMPONENTS = {"postgres", "langgraph", "mcp"}
+GATED_PACKAGES = {"cogito_lc.service": "server", "cogito_lc.cli": "cli", "cogito_lc.bench": "bench"}
+
+
+def install_line(extra: str) -> str:
+    return f'pip install "cogito-lc[{extra}]"'
+
+
+def import_error_of(venv: Venv, code: str) -> str:
+    """The ``ImportError`` that ``code`` raises in ``venv``, as ``Type: message``."""
+    report = "print(f'{type(exc).__name__}: {exc}')"
+    result = venv.python_code(f"try:\n    {code}\nexcept ImportError as exc:\n    {report}")
+    assert result.returncode == 0, result.stderr  # no other exception
+    assert result.stdout, f"no ImportError from {code!r}"
+    return result.stdout.strip()
+
+
+def assert_names_extra(output: str, extra: str) -> None:
+    assert f"'{extra}' extra" in output, output
+    assert install_line(extra) in output, output
+
+
+def test_sdist_and_wheel_pass_twine_check(dist_dir: Path) -> None:
+    artefacts = sorted(str(path) for path in dist_dir.iterdir())
+    assert len(artefacts) == 2, artefacts  # the sdist and the wheel
+    result = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *artefacts],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASSED") == 2, result.stdout
+
+
+def test_wheel_metadata_is_honest(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+        entry_points = archive.read(name.replace("METADATA", "entry_points.txt")).decode()
+        files = archive.namelist()
+    assert "Requires-Python: >=3.10" in metadata
+    claimed = {
+        line.rsplit(":: ", 1)[1] for line in metadata.splitlines() if ":: Python :: 3." in line
+    }
+    assert claimed == {"3.10", "3.11", "3.12"}  # the versions `make test` runs
+    assert "Project-URL: Repository, https://github.com/cogito-lc/cogito-lc" in metadata
+    assert "Description-Content-Type: text/markdown" in metadata
+    assert "pip install cogito-lc" in metadata  # the README is the long description
+    for extra in ("local", "server", "cli", "all", *EXTRAS_WITHOUT_COMPONENTS):
+        assert f"Provides-Extra: {extra}" in metadata
+    assert "cogito-lc = cogito_lc.cli:main" in entry_points
+    assert "cogito-lc-server = cogito_lc.cli:server_main" in entry_points
+    assert "cogito_lc/py.typed" in files
+    assert not [f for f in files if f.startswith("tests/")], "tests shipped in the wheel"
+
+
+def test_core_install_runs_the_offline_quickstart(core_venv: Venv) -> None:
+    result = core_venv.run(core_venv.python, HERE / "core_quickstart.py", env=clean_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "quickstart ok" in result.stdout
+
+
+def test_core_install_version_comes_from_the_metadata(core_venv: Venv) -> None:
+    result = core_venv.python_code(
+        "import importlib.metadata as m, cogito_lc; "
+        "print(cogito_lc.__version__, m.version('cogito-lc'), cogito_lc.__file__)"
+    )
+    assert result.returncode == 0, result.stderr
+    version, metadata_version, location = result.stdout.split()
+    assert version == metadata_version == project_version()
+    assert location.startswith(str(core_venv.path)), location  # not this checkout
+
+
+def test_every_module_imports_with_core_dependencies_only(core_venv: Venv) -> None:
+    result = core_venv.run(core_venv.python, HERE / "import_modules.py")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["file"].startswith(str(core_venv.path))
+    sources = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for path in (REPO / "cogito_lc").rglob("*.py")
+        if path.name != "__main__.py"
+    }
+    assert set(report["modules"]) == sources - {"cogito_lc"}
+    for module, outcome in report["modules"].items():
+        gate = next((e for p, e in GATED_PACKAGES.items() if module.startswith(f"{p}.")), None)
+        if module == "cogito_lc.service":
+            gate = "server"
+        if gate is None:
+            assert outcome is None, f"{module}: {outcome}"
+        else:
+            assert outcome is not None, f"{module} imported without the {gate!r} extra"
+            assert outcome.startswith("MissingExtraError"), f"{module}: {outcome}"
+            assert_names_extra(outcome, gate)
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRA_COMPONENTS))
+def test_a_component_without_its_extra_names_the_install_line(core_venv: Venv, extra: str) -> None:
+    error = import_error_of(core_venv, EXTRA_COMPONENTS[extra])
+    assert error.startswith("MissingExtraError: "), error
+    assert_names_extra(error, extra)
+
+
+@pytest.mark.parametrize(
+    ("script", "extra"), [("cogito-lc", "cli"), ("cogito-lc-server", "server")]
+)
+def test_console_scripts_without_their_extra_exit_with_the_install_line(
+    core_venv: Venv, script: str, extra: str
+) -> None:
+    result = core_venv.run(core_venv.script(script), "--help")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith(f"{script}: "), result.stderr
+    assert_names_extra(result.stderr, extra)
+
+
+def test_every_extra_is_covered(core_venv: Venv) -> None:
+    result = core_venv.python_code("from cogito_lc._core.extras import EXTRAS; print(*EXTRAS)")
+    extras = set(result.stdout.split())
+    covered = {*EXTRA_COMPONENTS, *PROVIDER_COMPONENTS, *EXTRAS_WITHOUT_COMPONENTS}
+    assert extras == covered
+
+
+@pytest.mark.parametrize("extra", sorted(PROVIDER_COMPONENTS))
+def test_a_provider_without_its_extra_names_the_install_line(
+    local_cli_venv: Venv, extra: str
+) -> None:
+    error = import_error_of(
+        local_cli_venv,
+        "from cogito_lc.service.config import CogitoSettings; "
+        "from cogito_lc.service.models import chat_model_from_settings; "
+        f"chat_model_from_settings(CogitoSettings({PROVIDER_COMPONENTS[extra]}))",
+    )
+    assert_names_extra(error, extra)
+
+
+def test_local_cli_install_stores_and_recalls_on_the_embedded_default(
+    local_cli_venv: Venv, tmp_path: Path
+) -> None:
+    env = clean_env(HOME=str(tmp_path), COGITO_STORE_PATH=str(tmp_path / "store"))
+    cli = local_cli_venv.script("cogito-lc")
+    stored = local_cli_venv.run(cli, "store", "Auth tokens expire after 3600 seconds.", env=env)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert stored.stdout.startswith("stored "), stored.stdout
+    local_cli_venv.run(cli, "store", "Billing uses PostgreSQL 16.", env=env)
+    recalled = local_cli_venv.run(
+        cli, "recall-b", "how long do auth tokens last?", "--raw", env=env
+    )
+    assert recalled.returncode == 0, recalled.stdout + recalled.stderr
+    memories = json.loads(recalled.stdout)["memories"]
+    assert memories[0]["text"] == "Auth tokens expire after 3600 seconds."
+    assert (tmp_path / "store").is_dir()  # the embedded Chroma store the settings name
