@@ -94,5 +94,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Names that left the top level, and old submodules as attributes, with a warning."""
+    """Names that need an extra, loaded on first use; names that left the top level."""
+    if name == "CogitoStore":  # needs the langgraph extra
+        from cogito_lc.langgraph.store import CogitoStore
+
+        return CogitoStore
     return _deprecated.package_attribute(name)

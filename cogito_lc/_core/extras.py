@@ -21,7 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "bench": ("langchain_classic", "psutil"),
     "postgres": ("langchain_postgres", "psycopg"),
     "langgraph": ("langgraph",),
-    "mcp": ("mcp",),
+    "mcp": ("mcp", "fastapi", "uvicorn", "pydantic_settings", "httpx"),  # and server's
 }
 """Each extra of ``pyproject.toml`` and the top-level modules it installs."""
 

@@ -254,14 +254,26 @@ class MemoryStore:
         docs = [self._fact_document(fact, source_id, target) for fact in facts]
         return AddResult(self._write(docs), "facts", source_id, extraction)
 
-    def update(self, id: str, text: str, *, scope: ScopeLike = None) -> Document:  # noqa: A002
-        """Replace a memory's text (re-embedded), keeping its id and ``created_at``."""
+    def update(
+        self,
+        id: str,  # noqa: A002
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        scope: ScopeLike = None,
+    ) -> Document:
+        """Replace a memory's text (re-embedded), keeping its id and ``created_at``.
+
+        With ``metadata``, its keys are set on the memory too (validated as for
+        :meth:`store`; the memory's other keys are kept).
+        """
         target = as_scope(scope, self.scope)
         self._check_text(text)
+        replacement = None if metadata is None else _check_metadata(metadata)
         with self._lock:
             current = self._require(id, target)
-            metadata = {**current.metadata, "updated_at": _now()}
-            document = Document(page_content=text, metadata=metadata, id=id)
+            merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
+            document = Document(page_content=text, metadata=merged, id=id)
             self._mark_pending([id])
             self.vectorstore.add_documents([document], ids=[id])
             if self._lexical is not None:

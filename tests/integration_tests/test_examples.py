@@ -88,3 +88,11 @@ def test_fact_extraction_example(model_env: dict[str, str]) -> None:
 def test_rag_chain_example(model_env: dict[str, str]) -> None:
     done = run("rag_chain.py", model_env)
     assert done.stdout.strip()
+
+
+def test_langgraph_agent(offline_env: dict[str, str]) -> None:
+    pytest.importorskip("langmem")
+    out = run("langgraph_agent.py", offline_env).stdout
+    recalled = out.split("thread-2 | agent:")[1].splitlines()[0]
+    assert recalled.strip() == "From memory: Money amounts in the billing API are integer cents."
+    assert "alice's scope holds 2 memories" in out

@@ -65,9 +65,20 @@ class Example:
         return match.group(1) if match else None
 
 
+OPTIONAL_PACKAGES = {"cogito_lc.langgraph": "langgraph", "cogito_lc.service.mcp_server": "mcp"}
+"""Folders that need an extra -> the package it installs: left out where it is missing."""
+
+
+def _installed(name: str) -> bool:
+    return all(
+        not name.startswith(folder) or importlib.util.find_spec(needed) is not None
+        for folder, needed in OPTIONAL_PACKAGES.items()
+    )
+
+
 def _modules() -> Iterator[ModuleType]:
-    for info in pkgutil.walk_packages(cogito_lc.__path__, "cogito_lc."):
-        if info.name.rpartition(".")[2] not in SKIPPED_MODULES:
+    for info in pkgutil.walk_packages(cogito_lc.__path__, "cogito_lc.", onerror=lambda _: None):
+        if info.name.rpartition(".")[2] not in SKIPPED_MODULES and _installed(info.name):
             yield importlib.import_module(info.name)
 
 

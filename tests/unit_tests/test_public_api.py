@@ -92,3 +92,24 @@ def test_importing_the_package_needs_no_optional_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_cogito_store_is_loaded_on_use_and_names_its_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['langgraph'] = None; "  # as if the extra were not installed
+        "import cogito_lc\n"
+        "try:\n    cogito_lc.CogitoStore\nexcept ImportError as exc:\n    print(exc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'pip install "cogito-lc[langgraph]"' in done.stdout
+    assert "CogitoStore" not in cogito_lc.__all__  # `import *` works without the extra
+    try:
+        import langgraph.store.base  # noqa: F401
+    except ImportError:
+        return
+    from cogito_lc.langgraph import CogitoStore
+
+    assert cogito_lc.CogitoStore is CogitoStore

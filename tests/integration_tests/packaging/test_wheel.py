@@ -25,17 +25,26 @@ EXTRA_COMPONENTS = {
     "server": "import cogito_lc.service.server",
     "cli": "import cogito_lc.cli.app",
     "bench": "import cogito_lc.bench.locomo",
+    "langgraph": "from cogito_lc import CogitoStore",
 }
-# Provider extras are reached through the service's model settings (the server extra).
+# Run with the server extra: providers are reached through the service's model settings.
+SERVER_COMPONENTS = {
+    "mcp": "import cogito_lc.service.mcp_server",
+}
 PROVIDER_COMPONENTS = {
     "ollama": "filter_model='ollama:qwen2.5:3b'",
     "openai": "filter_model='openai:gpt-4o-mini', filter_endpoint='http://127.0.0.1:9/v1'",
     "anthropic": "filter_model='anthropic:claude-haiku-4-5', anthropic_api_key='k'",
 }
 # Extras whose components are not part of this package yet (no code needs them).
-EXTRAS_WITHOUT_COMPONENTS = {"postgres", "langgraph", "mcp"}
+EXTRAS_WITHOUT_COMPONENTS = {"postgres"}
 # The modules that need an extra on import (the CLI's private helpers need only httpx).
-GATED = {"cogito_lc.service": "server", "cogito_lc.bench": "bench", "cogito_lc.cli.app": "cli"}
+GATED = {
+    "cogito_lc.service": "server",
+    "cogito_lc.bench": "bench",
+    "cogito_lc.cli.app": "cli",
+    "cogito_lc.langgraph": "langgraph",
+}
 
 
 def gate_of(module: str) -> str | None:
@@ -68,7 +77,7 @@ def local_cli_probe(local_cli_venv: Venv) -> dict[str, Any]:
         f"chat_model_from_settings(CogitoSettings({settings}))"
         for extra, settings in PROVIDER_COMPONENTS.items()
     }
-    return probe(local_cli_venv, snippets)
+    return probe(local_cli_venv, {**snippets, **SERVER_COMPONENTS})
 
 
 def assert_names_extra(output: str, extra: str) -> None:
@@ -103,7 +112,7 @@ def test_wheel_metadata_is_honest(wheel: Path) -> None:
     assert "Project-URL: Repository, https://github.com/cogito-lc/cogito-lc" in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     assert "pip install cogito-lc" in metadata  # the README is the long description
-    for extra in ("local", "server", "cli", "all", *EXTRAS_WITHOUT_COMPONENTS):
+    for extra in ("local", "server", "cli", "all", "postgres", "langgraph", "mcp"):
         assert f"Provides-Extra: {extra}" in metadata
     assert "cogito-lc = cogito_lc.cli:main" in entry_points
     assert "cogito-lc-server = cogito_lc.cli:server_main" in entry_points
@@ -162,11 +171,16 @@ def test_console_scripts_without_their_extra_exit_with_the_install_line(
 
 
 def test_every_extra_is_covered(core_probe: dict[str, Any]) -> None:
-    covered = {*EXTRA_COMPONENTS, *PROVIDER_COMPONENTS, *EXTRAS_WITHOUT_COMPONENTS}
+    covered = {
+        *EXTRA_COMPONENTS,
+        *SERVER_COMPONENTS,
+        *PROVIDER_COMPONENTS,
+        *EXTRAS_WITHOUT_COMPONENTS,
+    }
     assert set(core_probe["extras"]) == covered
 
 
-@pytest.mark.parametrize("extra", sorted(PROVIDER_COMPONENTS))
+@pytest.mark.parametrize("extra", sorted({*PROVIDER_COMPONENTS, *SERVER_COMPONENTS}))
 def test_a_provider_without_its_extra_names_the_install_line(
     local_cli_probe: dict[str, Any], extra: str
 ) -> None:

@@ -18,7 +18,14 @@ from cogito_lc._core.extras import EXTRAS, MissingExtraError, install_line, requ
 
 REPO = Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "cogito_lc"
-GATED = {"service": "server", "cli": "cli", "bench": "bench"}
+# Where an extra is needed on import: a file, else its top-level folder.
+GATED = {
+    "service/mcp_server.py": "mcp",
+    "service": "server",
+    "cli": "cli",
+    "bench": "bench",
+    "langgraph": "langgraph",
+}
 # Modules imported directly that come with a declared distribution.
 COMES_WITH = {
     "yaml": "pyyaml",
@@ -101,8 +108,9 @@ def package_imports(*, eager: bool) -> dict[str | None, set[str]]:
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         nodes = eager_nodes(tree.body) if eager else list(ast.walk(tree))
-        layer = path.relative_to(PACKAGE).parts[0]
-        found.setdefault(GATED.get(layer), set()).update(module_names(nodes))
+        relative = path.relative_to(PACKAGE)
+        extra = GATED.get(relative.as_posix(), GATED.get(relative.parts[0]))
+        found.setdefault(extra, set()).update(module_names(nodes))
     return found
 
 
@@ -134,8 +142,8 @@ def test_the_library_imports_only_core_dependencies_on_import() -> None:
     assert eager <= core_dists()
 
 
-@pytest.mark.parametrize(("package", "extra"), sorted(GATED.items()))
-def test_a_gated_package_imports_only_its_extra_on_import(package: str, extra: str) -> None:
+@pytest.mark.parametrize(("where", "extra"), sorted(GATED.items()))
+def test_a_gated_package_imports_only_its_extra_on_import(where: str, extra: str) -> None:
     eager = {provider(module) for module in package_imports(eager=True)[extra]}
     assert eager <= core_dists() | extra_dists(extra)
 

@@ -113,6 +113,19 @@ def test_update_reembeds_keeps_created_at_sets_updated_at(memory: MemoryStore) -
     assert found[0].page_content == "Search p95 budget is 250 ms."
 
 
+def test_update_with_metadata_sets_its_keys_and_keeps_the_others(memory: MemoryStore) -> None:
+    doc = memory.store("Search p95 budget is 300 ms.", metadata={"topic": "perf", "old": 1})
+    memory.update(doc.id or "", "Search p95 budget is 250 ms.", metadata={"topic": "search"})
+    stored = memory.get(doc.id or "")
+    assert stored is not None
+    assert stored.metadata["topic"] == "search"
+    assert stored.metadata["old"] == 1
+    assert stored.metadata["user_id"] == "alice"
+    assert stored.metadata["created_at"] == doc.metadata["created_at"]
+    with pytest.raises(ValueError, match="reserved key"):
+        memory.update(doc.id or "", "x", metadata={"user_id": "bob"})
+
+
 def test_list_pages_and_delete(memory: MemoryStore) -> None:
     ids = memory.store_many([f"note {i}" for i in range(5)])
     page = memory.list(limit=2, offset=0)

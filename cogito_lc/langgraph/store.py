@@ -1,0 +1,405 @@
+"""CogitoStore: a LangGraph ``BaseStore`` over a MemoryStore, searched by RecallB."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+
+from cogito_lc._core.extras import missing_extra
+from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
+from cogito_lc._core.stores import StoreAdapter, adapter_for
+from cogito_lc._core.validation import check_unicode
+from cogito_lc.memory.memory_store import MemoryNotFoundError, MemoryStore
+from cogito_lc.memory.scope import Scope, as_scope
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as exc:  # pragma: no cover - exercised on an install without the extra
+    error = missing_extra("langgraph", "CogitoStore", exc.name)
+    raise error from exc
+
+from cogito_lc.langgraph import _items
+
+__all__ = ["CogitoStore"]
+
+_PAGE = 1_000
+"""How many memories one read of a namespace scan fetches."""
+_IGNORED_INDEX_KEYS = frozenset({"dims", "embed", "ann_index_config", "distance_type"})
+
+
+class CogitoStore(BaseStore):
+    """LangGraph's long-term memory store over a :class:`~cogito_lc.MemoryStore`.
+
+    Agents built with LangGraph (``create_react_agent(store=...)``, LangMem's
+    memory tools, any node taking ``store: BaseStore``) keep their memories in it;
+    a query search ranks them with :class:`~cogito_lc.RecallB`, or with the
+    two-stage :class:`~cogito_lc.CogitoRetriever` when ``llm`` is set.
+
+    **How items are held.** Each item is one memory of ``memory``: its text is
+    the item's index fields (``index["fields"]``, default ``["$"]``: the whole
+    value as JSON) joined by newlines, and is what search embeds; its metadata
+    holds the namespace (``lg_namespace``, plus one ``lg_ns<depth>`` key per
+    label for prefix filters), the key, the value as JSON (``lg_value``, returned
+    verbatim), whether it was indexed (``lg_indexed``) and the item's
+    timestamps. The memory id is a stable hash of the store's scope, namespace
+    and key.
+
+    **Namespaces and scopes.** Every item lies in ``memory``'s scope. With
+    ``scope_keys``, namespace labels also set scope keys: ``{"user_id": 1}``
+    puts the item of namespace ``("memories", "alice")`` in the scope
+    ``user_id="alice"``, where ``MemoryStore.scoped``, the HTTP service and the
+    CLI see it (a namespace shorter than a position leaves that key unset). A
+    key fixed by ``memory``'s own scope cannot also come from the namespace.
+
+    **Semantics.** Those of LangGraph's ``InMemoryStore`` where a caller can
+    tell, with these differences: values are stored as JSON (tuples come back
+    as lists, as from LangGraph's Postgres store); ``created_at`` is kept when
+    an item is replaced; without a query, search lists items by creation time;
+    with one, the items recall finds come first (``score`` is RecallB's blended
+    score), then the matching items that are not indexed, and ``offset`` counts
+    across both; ``put(..., index=False)`` stores an item no query ranks.
+    ``index["embed"]`` and ``index["dims"]`` are ignored: the vector store embeds.
+    Reads within a batch see the store as it was before the batch's writes.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import CogitoStore, MemoryStore
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=32)))
+        store = CogitoStore(memory, index={"fields": ["text"]}, scope_keys={"user_id": 1})
+        store.put(("memories", "alice"), "tz", {"text": "Alice works in Lisbon time."})
+        assert store.get(("memories", "alice"), "tz").value == {
+            "text": "Alice works in Lisbon time."
+        }
+        [hit] = store.search(("memories",), query="Lisbon time")
+        assert hit.key == "tz" and hit.score is not None
+        assert memory.scoped({"user_id": "alice"}).count() == 1
+        ```
+    """
+
+    __slots__ = ("_adapter", "_lock", "fields", "llm", "memory", "retriever_kwargs", "scope_keys")
+
+    def __init__(
+        self,
+        memory: MemoryStore,
+        *,
+        index: IndexConfig | None = None,
+        scope_keys: Mapping[str, int] | None = None,
+        llm: BaseChatModel | None = None,
+        retriever_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Build the store.
+
+        Args:
+            memory: The memory store items are written to and searched in.
+            index: Which value fields are embedded (``{"fields": ["text"]}``);
+                default: the whole value (``["$"]``).
+            scope_keys: Scope key (``user_id``, ``agent_id``, ``run_id``) -> the
+                position of the namespace label that sets it.
+            llm: The filter model of the two-stage retriever; None ranks by
+                RecallB alone.
+            retriever_kwargs: More keywords for ``memory.as_retriever`` (fields of
+                RecallB, and of the retriever and filter when ``llm`` is set);
+                ``k`` and ``search_kwargs`` are set by each search.
+
+        Raises:
+            ValueError: On an unknown scope key, a negative position or one set
+                by ``memory``'s scope, or an index config with an unknown key or
+                fields that are not a list of paths.
+            TypeError: If a ``retriever_kwargs`` keyword is a field of no component.
+            NotImplementedError: If ``memory``'s vector store cannot be listed
+                by metadata (Chroma and ``InMemoryVectorStore`` can).
+        """
+        self.memory = memory
+        self.fields = _fields(index)
+        self.scope_keys = _scope_keys(scope_keys, memory.scope)
+        self.llm = llm
+        self.retriever_kwargs = dict(retriever_kwargs or {})
+        self._adapter: StoreAdapter = adapter_for(memory.vectorstore)
+        self._adapter.check_filters_by_metadata("CogitoStore")
+        self._lock = threading.RLock()
+        self._retriever(1, _items.prefix_clauses(()))  # a bad retriever keyword fails here
+
+    # -- BaseStore -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations: reads first, on the store as it was; then the writes in order."""
+        ops = list(ops)
+        for op in ops:
+            for namespace in _namespaces_of(op):
+                _items.check_namespace(namespace)
+            if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
+                msg = f"key must be a str, got {type(op.key).__name__}."
+                raise TypeError(msg)
+        results: list[Result] = [self._read(op) for op in ops]
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                writes[(op.namespace, op.key)] = op
+        if writes:
+            with self._lock:  # reads run unlocked; a replace reads, then writes
+                self._write(list(writes.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the memory store's calls block)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- reads -------------------------------------------------------------------------
+
+    def _read(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            return self._get(op.namespace, op.key)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        if isinstance(op, PutOp):
+            return None
+        msg = (
+            f"unknown operation type {type(op).__name__}; "
+            "use GetOp, PutOp, SearchOp or ListNamespacesOp."
+        )
+        raise TypeError(msg)
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        document = self._document(namespace, key)
+        return _items.to_item(document) if document is not None else None
+
+    def _document(self, namespace: tuple[str, ...], key: str) -> Document | None:
+        scope = self._scope(namespace)
+        return self.memory.get(_items.item_id(self.memory.scope, namespace, key), scope=scope)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        if op.limit < 1 or op.offset < 0:
+            return []
+        clauses = _items.prefix_clauses(op.namespace_prefix)
+        if not op.query:
+            found = self._scan(clauses, op.filter)
+            return [_search_item(item) for item in found[op.offset : op.offset + op.limit]]
+        wanted = op.offset + op.limit
+        ranked = self._ranked(op.query, clauses, op.filter, wanted)
+        if len(ranked) < wanted:
+            unindexed = self._scan([*clauses, {_items.INDEXED: False}], op.filter)
+            ranked.extend(_search_item(item) for item in unindexed[: wanted - len(ranked)])
+        return ranked[op.offset : wanted]
+
+    def _ranked(
+        self,
+        query: str,
+        clauses: list[dict[str, Any]],
+        conditions: dict[str, Any] | None,
+        k: int,
+    ) -> list[SearchItem]:
+        clauses = [*clauses, {_items.INDEXED: True}]
+        if conditions:
+            matching = self._scan(clauses, conditions)
+            ids = [_items.item_id(self.memory.scope, i.namespace, i.key) for i in matching]
+            if not ids:
+                return []
+            clauses.append({_items.ITEM_ID: {"$in": ids}})
+        documents = self._retriever(k, clauses).invoke(query)
+        return [_search_item(_items.to_item(doc), _score(doc)) for doc in documents[:k]]
+
+    def _retriever(self, k: int, clauses: list[dict[str, Any]]) -> BaseRetriever:
+        fields: dict[str, Any] = {
+            "fetch_k": max(20, k),
+            "original_fetch_k": max(30, k),
+            **self.retriever_kwargs,
+            "k": k,
+            "search_kwargs": {"filter": _items.where(clauses)},
+        }
+        if self.llm is not None:
+            fields.setdefault("pool_size", min(100, max(50, k)))
+            return self.memory.as_retriever("recall", llm=self.llm, **fields)
+        return self.memory.as_retriever("recall_b", **fields)
+
+    def _scan(self, clauses: list[dict[str, Any]], conditions: dict[str, Any] | None) -> list[Item]:
+        """Every item matching the metadata clauses and value conditions, oldest first."""
+        where = self._where(clauses)
+        found: list[Item] = []
+        offset = 0
+        while True:
+            page = self._adapter.page(where, _PAGE, offset)
+            found.extend(
+                item
+                for item in map(_items.to_item, page)
+                if _items.matches_filter(item.value, conditions)
+            )
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+        found.sort(key=lambda item: (item.created_at, item.namespace, item.key))
+        return found
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        held = {item.namespace for item in self._scan(_items.prefix_clauses(()), None)}
+        namespaces = [
+            namespace
+            for namespace in held
+            if all(_items.matches_namespace(c, namespace) for c in op.match_conditions or ())
+        ]
+        if op.max_depth is not None:
+            namespaces = list({namespace[: op.max_depth] for namespace in namespaces})
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    # -- writes ------------------------------------------------------------------------
+
+    def _write(self, ops: list[PutOp]) -> None:
+        """Apply puts and deletes, every one checked first; new items of a scope in one batch."""
+        planned = [self._plan(op) for op in ops]
+        fresh: dict[Scope, list[Document]] = {}
+        for scope, current, document in planned:
+            if document is None:
+                self._delete(current, scope)
+            elif current is None:
+                fresh.setdefault(scope, []).append(document)
+            else:
+                self.memory.update(
+                    document.id or "",
+                    document.page_content,
+                    metadata=document.metadata,
+                    scope=scope,
+                )
+        for scope, documents in fresh.items():
+            self.memory.store_many(documents, scope=scope)
+
+    def _plan(self, op: PutOp) -> tuple[Scope, Document | None, Document | None]:
+        """The scope, the memory now held and the memory to write (None: delete)."""
+        check_unicode(op.key, name="key")
+        scope = self._scope(op.namespace)
+        current = self._document(op.namespace, op.key)
+        if op.value is None:
+            return scope, current, None
+        return scope, current, self._memory_document(op, op.value, current)
+
+    def _delete(self, current: Document | None, scope: Scope) -> None:
+        if current is None:
+            return
+        try:
+            self.memory.delete(current.id or "", scope=scope)
+        except MemoryNotFoundError:  # deleted meanwhile by another writer
+            return
+
+    def _memory_document(
+        self, op: PutOp, value: Mapping[str, Any], current: Document | None
+    ) -> Document:
+        raw = _items.dump_value(op.namespace, op.key, value)
+        texts = [] if op.index is False else _items.index_texts(value, op.index or self.fields)
+        text = "\n".join(texts)
+        if len(text) > self.memory.max_text_chars:
+            msg = (
+                f"the index fields of item {op.key!r} in namespace {op.namespace!r} hold "
+                f"{len(text)} characters, over the memory store's max_text_chars="
+                f"{self.memory.max_text_chars}; index fewer fields (put(..., index=[...])) "
+                "or raise max_text_chars."
+            )
+            raise ValueError(msg)
+        stamp = _items.now()
+        doc_id = _items.item_id(self.memory.scope, op.namespace, op.key)
+        metadata: dict[str, Any] = {
+            _items.NAMESPACE: ".".join(op.namespace),
+            _items.DEPTH: len(op.namespace),
+            **{_items.LABEL.format(i): label for i, label in enumerate(op.namespace)},
+            _items.KEY: op.key,
+            _items.VALUE: raw,
+            _items.INDEXED: bool(texts),
+            _items.ITEM_ID: doc_id,
+            _items.CREATED: current.metadata[_items.CREATED] if current is not None else stamp,
+            _items.UPDATED: stamp,
+        }
+        # An item that is not indexed keeps its JSON as text, for listings; search skips it.
+        content = text or raw[: self.memory.max_text_chars]
+        return Document(page_content=content, metadata=metadata, id=doc_id)
+
+    # -- scopes ------------------------------------------------------------------------
+
+    def _scope(self, namespace: Sequence[str]) -> Scope:
+        """The store's scope plus the keys the namespace's labels set."""
+        keys = {k: namespace[i] for k, i in self.scope_keys.items() if i < len(namespace)}
+        return as_scope({**self.memory.scope.metadata(), **keys})
+
+    def _where(self, clauses: list[dict[str, Any]]) -> dict[str, Any]:
+        scope = [{key: value} for key, value in self.memory.scope.items()]
+        return _items.where([*scope, *clauses])
+
+
+def _namespaces_of(op: Op) -> list[tuple[str, ...]]:
+    if isinstance(op, SearchOp):
+        return [op.namespace_prefix]
+    if isinstance(op, (GetOp, PutOp)):
+        return [op.namespace]
+    if isinstance(op, ListNamespacesOp):
+        # "*" is a wildcard label here; a path deeper than the store holds matches nothing.
+        paths = [c.path[: _items.MAX_DEPTH] for c in op.match_conditions or ()]
+        return [tuple(label for label in path if label != "*") for path in paths]
+    return []
+
+
+def _search_item(item: Item, score: float | None = None) -> SearchItem:
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )
+
+
+def _score(document: Document) -> float | None:
+    details = document.metadata.get(METADATA_KEY) or {}
+    score = details.get("score")
+    return float(score) if isinstance(score, (int, float)) else None
+
+
+def _fields(index: IndexConfig | None) -> list[str]:
+    if index is None:
+        return ["$"]
+    unknown = sorted(set(index) - {"fields"} - _IGNORED_INDEX_KEYS)
+    if unknown:
+        msg = f"index config has unknown key(s) {unknown}; CogitoStore reads only 'fields'."
+        raise ValueError(msg)
+    fields = index.get("fields") or ["$"]
+    if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
+        msg = f"index['fields'] must be a list of field paths, got {fields!r}."
+        raise ValueError(msg)
+    return list(fields)
+
+
+def _scope_keys(scope_keys: Mapping[str, int] | None, fixed: Scope) -> dict[str, int]:
+    keys = dict(scope_keys or {})
+    for key, position in keys.items():
+        if key not in SCOPE_KEYS:
+            msg = f"scope_keys has unknown scope key {key!r}; use {list(SCOPE_KEYS)}."
+            raise ValueError(msg)
+        if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+            msg = f"scope_keys[{key!r}] must be a namespace position >= 0, got {position!r}."
+            raise ValueError(msg)
+        if getattr(fixed, key) is not None:
+            msg = (
+                f"scope_keys sets {key!r}, which the memory store's scope already fixes; "
+                "drop it from scope_keys or build the MemoryStore without it."
+            )
+            raise ValueError(msg)
+    return keys
