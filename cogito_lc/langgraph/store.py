@@ -11,6 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
 from cogito_lc._core.stores import StoreAdapter, adapter_for
 from cogito_lc._core.validation import check_unicode
@@ -31,8 +32,8 @@ try:
         SearchOp,
     )
 except ImportError as exc:  # pragma: no cover - exercised on an install without the extra
-    msg = "CogitoStore needs langgraph: pip install 'cogito-lc[langgraph]'."
-    raise ImportError(msg) from exc
+    error = missing_extra("langgraph", "CogitoStore", exc.name)
+    raise error from exc
 
 from cogito_lc.langgraph import _items
 

@@ -45,6 +45,8 @@ from typing import Annotated, Any, TypeVar
 from fastapi import HTTPException
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from cogito_lc._core.extras import missing_extra
+
 try:
     from mcp.server.fastmcp import Context, FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
@@ -53,8 +55,8 @@ try:
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.types import ToolAnnotations
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    msg = "the MCP server needs the 'mcp' extra: pip install 'cogito-lc[mcp]'"
-    raise ImportError(msg) from exc
+    error = missing_extra("mcp", "The MCP server", exc.name)
+    raise error from exc
 from starlette.responses import JSONResponse
 
 from cogito_lc._core.timestamps import parse_since

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import SecretStr
 
+from cogito_lc._core.extras import missing_extra
 from cogito_lc.service.config import EMBEDDING_PROVIDERS, route_chat_model, route_model_string
 
 if TYPE_CHECKING:
@@ -70,12 +71,7 @@ def _import(module: str, purpose: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        extra = _EXTRAS.get(module, "local")
-        msg = (
-            f"{purpose} needs the '{extra}' extra: pip install 'cogito-lc[{extra}]' "
-            f"(module {module} is not installed)."
-        )
-        raise ImportError(msg) from exc
+        raise missing_extra(_EXTRAS.get(module, "local"), purpose, module) from exc
 
 
 def _timeout_seconds(settings: CogitoSettings) -> float:

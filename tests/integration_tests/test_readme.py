@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import typer.main
 
 from cogito_lc.cli import app as cli_app
@@ -48,11 +49,21 @@ def test_model_python_blocks_run(code: str, llm_chat_model: Callable[..., Any]) 
     exec(compile(unique_collections(code), "README.md", "exec"), namespace)  # noqa: S102
 
 
-def test_readme_shows_the_two_commands_first() -> None:
+def test_readme_shows_the_install_line_first() -> None:
     first_section = README[README.index("## ") :]
-    assert first_section.startswith("## Two commands")
-    assert "make demo" in first_section[:400]
-    assert "make test" in first_section[:400]
+    assert first_section.startswith("## Installation")
+    assert "pip install cogito-lc\n" in first_section[:200]
+    assert "needs the `local` extra" in section("Quickstart")[:200].lower()
+    assert "make demo" in section("Development")
+    assert "make test" in section("Development")
+
+
+def test_extras_table_lists_exactly_the_extras() -> None:
+    with (Path(__file__).resolve().parents[2] / "pyproject.toml").open("rb") as file:
+        extras = set(tomllib.load(file)["project"]["optional-dependencies"]) - {"dev"}
+    rows = re.findall(r"^\| `([a-z]+)` \| `pip install \"cogito-lc\[([a-z]+)\]\"`", README, re.M)
+    assert all(name == installed for name, installed in rows), rows
+    assert sorted(name for name, _ in rows) == sorted(extras)
 
 
 def test_http_table_lists_exactly_the_api(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_cogito_store_is_loaded_on_use_and_names_its_extra() -> None:
         "try:\n    cogito_lc.CogitoStore\nexcept ImportError as exc:\n    print(exc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'cogito-lc[langgraph]'" in done.stdout
+    assert 'pip install "cogito-lc[langgraph]"' in done.stdout
     assert "CogitoStore" not in cogito_lc.__all__  # `import *` works without the extra
     try:
         import langgraph.store.base  # noqa: F401

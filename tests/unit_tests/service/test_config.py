@@ -266,7 +266,7 @@ def test_missing_anthropic_extra_is_named(
     monkeypatch.setitem(sys.modules, "langchain_anthropic", None)  # as if not installed
     settings = CogitoSettings(anthropic_api_key="sk-ant-x", filter_model="anthropic:claude")
     with pytest.raises(
-        ImportError, match=r"'anthropic' extra: pip install 'cogito-lc\[anthropic\]'"
+        ImportError, match=r"'anthropic' extra: pip install \"cogito-lc\[anthropic\]\""
     ):
         chat_model_from_settings(settings)
 
@@ -417,7 +417,7 @@ def test_ollama_embeddings_are_built_lazily(places: tuple[Path, Path]) -> None:
 
 def test_missing_extra_is_named(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_ollama", None)  # as if not installed
-    with pytest.raises(ImportError, match=r"pip install 'cogito-lc\[ollama\]'"):
+    with pytest.raises(ImportError, match=r'pip install "cogito-lc\[ollama\]"'):
         chat_model_from_settings(CogitoSettings(filter_model="ollama:qwen3:4b"))
 
 
