@@ -66,7 +66,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     rebuilt as a LangChain retriever over any vector store.
 
     The query is split into sub-queries (:func:`~cogito_lc.retrievers.decompose_query`),
-    embedded in one batched call and searched in the vector store. The ranked
+    embedded together (one forward pass of a local sentence-transformers model, else
+    one batched call: see ``subquery_vectors``) and searched in the vector store. The ranked
     runs (the original query's weighted above its fragments) and a BM25 run
     over the candidate pool are fused with reciprocal rank fusion keyed by
     ``Document.id``; the pool is then ordered by a blend of the fused score and
