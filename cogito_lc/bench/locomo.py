@@ -303,6 +303,20 @@ def make_store(embeddings: Embeddings, docs: list[Document]) -> Chroma:
     return store
 
 
+def measure(tally: Tally, retriever: BaseRetriever, question: str, evidence: set[str]) -> None:
+    """Run one question, adding its rank, latency and tags to ``tally``."""
+    tags = MethodTags()
+    config: RunnableConfig = {"callbacks": [tags]}
+    docs, ms = timed(partial(retriever.invoke, question, config))
+    tally.ranks.append(first_hit(docs, evidence))
+    tally.latencies_ms.append(ms)
+    if docs and "subquery_vectors" in docs[0].metadata.get("cogito", {}):
+        tally.paths[docs[0].metadata["cogito"]["subquery_vectors"]] += 1
+    if tags.last is not None:
+        tally.tags[tags.last["method"]] += 1
+        tally.filter_tags[tags.last["filter_method"]] += 1
+
+
 def run_unit(
     samples: list[dict[str, Any]],
     unit: str,
@@ -318,23 +332,13 @@ def run_unit(
         questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
         methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
-        for name, retriever in methods.items():
-            if only and name not in only:
-                continue
+        active = {name: r for name, r in methods.items() if not only or name in only}
+        for retriever in active.values():
             retriever.invoke("warm up")
-            tally = tallies.setdefault(name, Tally())
-            tags = MethodTags()
-            for question, evidence in questions:
-                tags.last = None
-                config: RunnableConfig = {"callbacks": [tags]}
-                docs, ms = timed(partial(retriever.invoke, question, config))
-                tally.ranks.append(first_hit(docs, evidence))
-                tally.latencies_ms.append(ms)
-                if docs and "subquery_vectors" in docs[0].metadata.get("cogito", {}):
-                    tally.paths[docs[0].metadata["cogito"]["subquery_vectors"]] += 1
-                if tags.last is not None:
-                    tally.tags[tags.last["method"]] += 1
-                    tally.filter_tags[tags.last["filter_method"]] += 1
+        # methods take turns on each question, so a load change on the machine hits all alike
+        for question, evidence in questions:
+            for name, retriever in active.items():
+                measure(tallies.setdefault(name, Tally()), retriever, question, evidence)
         store.delete_collection()
         print(
             f"  {unit}: {sample.get('sample_id')} done ({len(questions)} questions)",
