@@ -30,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +53,7 @@ __all__ = [
     "embed_with_plan",
     "find_sentence_transformer",
     "plan_subqueries",
+    "shared_plan",
 ]
 
 Matrix = npt.NDArray[np.float32]
@@ -134,6 +137,39 @@ def plan_subqueries(embeddings: Embeddings, mode: SubqueryVectorMode = "auto") -
         )
         raise ValueError(msg)
     return plan
+
+
+_PlanKey = tuple[int, str]
+_PLANS: dict[_PlanKey, tuple[weakref.ref[Embeddings], SubqueryPlan]] = {}
+_PLANS_LOCK = threading.Lock()
+
+
+def shared_plan(
+    embeddings: Embeddings, mode: SubqueryVectorMode = "auto"
+) -> tuple[SubqueryPlan, bool]:
+    """:func:`plan_subqueries`, made once per embeddings object and mode in a process.
+
+    Retrievers built per request over the same embeddings (the service, a
+    ``MemoryStore``'s ``as_retriever``) share the plan, so the probe runs once.
+
+    Returns:
+        The plan, and whether this call made it.
+
+    Raises:
+        ValueError: If ``mode="span"`` and the embeddings do not support it.
+    """
+    key = (id(embeddings), mode)
+    with _PLANS_LOCK:
+        known = _PLANS.get(key)
+        if known is not None and known[0]() is embeddings:
+            return known[1], False
+        plan = plan_subqueries(embeddings, mode)
+        try:
+            ref = weakref.ref(embeddings, lambda _: _PLANS.pop(key, None))
+        except TypeError:  # an object without weak references is planned per call
+            return plan, True
+        _PLANS[key] = (ref, plan)
+        return plan, True
 
 
 def _local_plan(embeddings: Embeddings, model: Any) -> SubqueryPlan:

@@ -39,7 +39,7 @@ from cogito_lc.retrievers._subquery_vectors import (
     SubqueryVectorMode,
     aembed_with_plan,
     embed_with_plan,
-    plan_subqueries,
+    shared_plan,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.lexical_index import LexicalIndex
@@ -155,7 +155,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     embeddings allow it, else batch (or per_query for an asymmetric local model).
     The path that ran is reported as ``subquery_vectors`` in ``metadata["cogito"]``
     and in the :data:`RECALL_B_EVENT`; the first time ``"auto"`` cannot take the
-    span path, one INFO log line names the reason and the fix."""
+    span path with an embeddings object, one INFO log line names the reason and the fix."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -211,13 +211,18 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return planned[1] if planned and planned[0] is self.query_embeddings else None
 
     def subquery_plan(self) -> SubqueryPlan:
-        """How this retriever makes sub-query vectors (planned once per embeddings object)."""
+        """How this retriever makes sub-query vectors.
+
+        Planned once per embeddings object in a process (retrievers built per
+        request share the plan); the INFO line about a slower path comes with
+        the first plan only.
+        """
         embeddings = self.query_embeddings
         with self._plan_lock:
             if self._plan is None or self._plan[0] is not embeddings:
-                plan = plan_subqueries(embeddings, self.subquery_vectors)
+                plan, new = shared_plan(embeddings, self.subquery_vectors)
                 self._plan = (embeddings, plan)
-                if plan.mode != "span" and self.subquery_vectors == "auto":
+                if new and plan.mode != "span" and self.subquery_vectors == "auto":
                     logger.info(
                         "RecallB makes sub-query vectors on the %s path, not span: %s. Fix: %s.",
                         plan.mode,

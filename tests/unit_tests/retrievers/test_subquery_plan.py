@@ -54,7 +54,7 @@ def test_span_cannot_be_forced_on_other_embeddings() -> None:
         plan_subqueries(HashEmbeddings(), "span")
 
 
-def test_the_slower_path_is_logged_once_per_retriever_with_reason_and_fix(
+def test_the_slower_path_is_logged_once_per_embeddings_with_reason_and_fix(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     first, _ = make_retriever()
@@ -68,6 +68,17 @@ def test_the_slower_path_is_logged_once_per_retriever_with_reason_and_fix(
     assert "batch path" in lines[0]
     assert "HashEmbeddings is not a local sentence-transformers model" in lines[0]
     assert "Fix: none needed for remote embeddings" in lines[0]
+
+
+def test_retrievers_built_per_request_share_one_plan_and_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first, _ = make_retriever()
+    with caplog.at_level(logging.INFO, logger="cogito_lc.retrievers.recall_b"):
+        plans = [RecallB(vectorstore=first.vectorstore, k=2).subquery_plan() for _ in range(5)]
+    assert all(plan is plans[0] for plan in plans)
+    lines = [r.getMessage() for r in caplog.records if "sub-query vectors" in r.getMessage()]
+    assert len(lines) == 1
 
 
 def test_an_explicit_mode_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
