@@ -6,6 +6,7 @@
 Usage:
     python benchmarks/locomo.py [PATH] [--units turns facts] [--methods ...] [--out FILE]
     python benchmarks/locomo.py [PATH] --cv
+    python benchmarks/locomo.py [PATH] --embeddings local plain-hf openai-compatible
 """
 
 from __future__ import annotations

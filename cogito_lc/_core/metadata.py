@@ -17,8 +17,12 @@ METADATA_KEY = "cogito"
 
 For :class:`~cogito_lc.RecallB` it holds ``score`` (the blended score the
 documents are ordered by), ``cosine`` (similarity to the original query),
-``rrf`` (the fused reciprocal-rank score), ``rank`` (1-based) and ``method``
-(its method tag, below).
+``rrf`` (the fused reciprocal-rank score), ``rank`` (1-based), ``method``
+(its method tag, below) and ``subquery_vectors``, the path that made the
+sub-query vectors: ``span`` (one forward pass of a local sentence-transformers
+model), ``batch`` (one ``embed_documents`` call) or ``per_query`` (one
+``embed_query`` call each); the reason when it is not ``span`` is in the
+:data:`~cogito_lc.retrievers.recall_b.RECALL_B_EVENT` and an INFO log line.
 
 :class:`~cogito_lc.PointerFilter` returns the documents it was given
 (the same objects) and writes into this dict, in place, ``filter_method`` (its

@@ -22,9 +22,22 @@ model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
   Gemma 3 270M, as the integration tests do;
 - ``none``: no model (every run is ``fallback_no_llm``; measures the two-stage path).
 
+``--embeddings`` names the constructions to compare, each on its own store, with
+rows side by side (a second table gives each RecallB row's sub-query path and
+its p50 latency as a multiple of vector search's on the same embeddings):
+
+- ``local``: :func:`cogito_lc.embeddings.local_embeddings` (the default);
+- ``plain-hf``: ``HuggingFaceEmbeddings(model_name=<the same model's path>)``, as a
+  LangChain user builds it;
+- ``openai-compatible``: ``OpenAIEmbeddings`` against ``$COGITO_EMBEDDINGS_URL``
+  (model in ``$COGITO_EMBEDDINGS_MODEL``) or, when unset, the llama.cpp server the
+  tests use, serving the packaged Gemma 3 270M's mean-pooled embeddings (its quality
+  is not MiniLM's: the rows measure the round trip).
+
 Usage:
     ```bash
     python benchmarks/locomo.py [PATH] [--units turns facts] [--out FILE]
+    python benchmarks/locomo.py [PATH] --embeddings local plain-hf --methods vector recall_b
     python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
         --conversations 2 --questions 20 --units facts
     ```
@@ -58,11 +71,11 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from cogito_lc import RecallB, __version__
 from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
-from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings
+from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings, local_model_path
 from cogito_lc.retrievers import SqliteLexicalIndex
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 
@@ -288,6 +301,7 @@ class Tally:
     """Ranks and latencies of one method on one unit."""
 
     ranks: list[int | None] = field(default_factory=list)
+    paths: collections.Counter[str] = field(default_factory=collections.Counter)
     latencies_ms: list[float] = field(default_factory=list)
     tags: collections.Counter[str] = field(default_factory=collections.Counter)
     filter_tags: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -308,6 +322,7 @@ class Tally:
             "p50_ms": round(statistics.median(lat), 2),
             "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2),
             **({"filter_tags": dict(self.filter_tags.most_common())} if self.filter_tags else {}),
+            **({"subquery_vectors": dict(self.paths.most_common())} if self.paths else {}),
             **({"tags": dict(self.tags.most_common())} if self.tags else {}),
         }
 
@@ -331,6 +346,20 @@ def make_store(embeddings: Embeddings, docs: list[Document]) -> Chroma:
     return store
 
 
+def measure(tally: Tally, retriever: BaseRetriever, question: str, evidence: set[str]) -> None:
+    """Run one question, adding its rank, latency and tags to ``tally``."""
+    tags = MethodTags()
+    config: RunnableConfig = {"callbacks": [tags]}
+    docs, ms = timed(partial(retriever.invoke, question, config))
+    tally.ranks.append(first_hit(docs, evidence))
+    tally.latencies_ms.append(ms)
+    if docs and "subquery_vectors" in docs[0].metadata.get("cogito", {}):
+        tally.paths[docs[0].metadata["cogito"]["subquery_vectors"]] += 1
+    if tags.last is not None:
+        tally.tags[tags.last["method"]] += 1
+        tally.filter_tags[tags.last["filter_method"]] += 1
+
+
 def run_unit(
     samples: list[dict[str, Any]],
     unit: str,
@@ -347,27 +376,37 @@ def run_unit(
         questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
         methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
-        for name, retriever in methods.items():
-            if only and name not in only:
-                continue
+        active = {name: r for name, r in methods.items() if not only or name in only}
+        for retriever in active.values():
             retriever.invoke("warm up")
-            tally = tallies.setdefault(name, Tally())
-            tags = MethodTags()
-            for question, evidence in questions:
-                tags.last = None
-                config: RunnableConfig = {"callbacks": [tags]}
-                docs, ms = timed(partial(retriever.invoke, question, config))
-                tally.ranks.append(first_hit(docs, evidence))
-                tally.latencies_ms.append(ms)
-                if tags.last is not None:
-                    tally.tags[tags.last["method"]] += 1
-                    tally.filter_tags[tags.last["filter_method"]] += 1
+        # methods take turns on each question, so a load change on the machine hits all alike
+        for question, evidence in questions:
+            for name, retriever in active.items():
+                measure(tallies.setdefault(name, Tally()), retriever, question, evidence)
         store.delete_collection()
         print(
             f"  {unit}: {sample.get('sample_id')} done ({len(questions)} questions)",
             file=sys.stderr,
         )
     return tallies
+
+
+def print_paths(results: dict[str, dict[str, Any]], constructions: Sequence[str]) -> None:
+    """Each RecallB row's sub-query path and p50 latency as a multiple of vector search's."""
+    rows = []
+    for construction in constructions:
+        suffix = "" if len(constructions) == 1 else f" [{construction}]"
+        vector = results.get(f"vector{suffix}")
+        for name, row in results.items():
+            if not (name.startswith("recall_b") and name.endswith(suffix) and vector):
+                continue
+            paths = ", ".join(row.get("subquery_vectors", {}))
+            ratio = row["p50_ms"] / vector["p50_ms"]
+            rows.append(f"| {name} | {paths} | {ratio:.2f}x |")
+    if rows:
+        print("\n| method | sub-query path | p50 / vector p50 |")
+        print("|---|---|---|")
+        print("\n".join(rows))
 
 
 def print_table(unit: str, results: dict[str, dict[str, Any]]) -> None:
@@ -433,6 +472,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--recall-b", default="{}", help="RecallB options as JSON, e.g. '{\"cosine_weight\": 0.8}'"
+    )
+    parser.add_argument(
+        "--embeddings",
+        nargs="+",
+        choices=list(EMBEDDINGS),
+        default=["local"],
+        help="embeddings constructions to compare, rows side by side (default: local)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
@@ -500,6 +546,44 @@ def llama_cpp_server(stack: contextlib.ExitStack) -> Any:
     return server
 
 
+def plain_hf_embeddings(stack: contextlib.ExitStack) -> Embeddings:
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return HuggingFaceEmbeddings(model_name=local_model_path())
+
+
+def openai_compatible_embeddings(stack: contextlib.ExitStack) -> Embeddings:
+    from langchain_openai import OpenAIEmbeddings
+
+    base_url = os.environ.get("COGITO_EMBEDDINGS_URL")
+    model = os.environ.get("COGITO_EMBEDDINGS_MODEL", "")
+    if not base_url:
+        root = Path.cwd()
+        sys.path.insert(0, str(root))
+        from tests.integration_tests.llm_server import EMBEDDING_ARGS, start_llama_server
+
+        log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-emb-")))
+        server = start_llama_server(log_dir, n_ctx=LLAMA_CPP_CONTEXT, extra_args=EMBEDDING_ARGS)
+        stack.callback(server.stop)
+        print(f"  llama.cpp embeddings at {server.base_url}", file=sys.stderr)
+        base_url, model = server.base_url, server.model
+    api_key = os.environ.get("COGITO_EMBEDDINGS_TOKEN") or "unused"
+    return OpenAIEmbeddings(
+        model=model,
+        openai_api_base=base_url,
+        openai_api_key=SecretStr(api_key),
+        check_embedding_ctx_length=False,
+    )
+
+
+EMBEDDINGS: dict[str, Callable[[contextlib.ExitStack], Embeddings]] = {
+    "local": lambda stack: local_embeddings(),
+    "plain-hf": plain_hf_embeddings,
+    "openai-compatible": openai_compatible_embeddings,
+}
+"""The embeddings constructions ``--embeddings`` can compare."""
+
+
 def cogito_setup(args: argparse.Namespace, stack: contextlib.ExitStack) -> CogitoSetup | None:
     if not {"cogito", "recall_b_vocab"} & set(args.methods or []):
         return None
@@ -535,9 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = "--cv runs from cogito_lc.bench.locomo_cv.main (python benchmarks/locomo.py --cv)."
         raise SystemExit(msg)
     samples = list(iter_samples(args.data, args.conversations))
-    embeddings = local_embeddings()
     options = json.loads(args.recall_b)
     with contextlib.ExitStack() as stack:
+        constructions = {name: EMBEDDINGS[name](stack) for name in args.embeddings}
         cogito = cogito_setup(args, stack)
         report: dict[str, Any] = {
             "data": str(args.data),
@@ -545,6 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "questions_per_conversation": args.questions,
             "top_k": TOP_K,
             "embeddings": LOCAL_MODEL_NAME,
+            "embeddings_constructions": args.embeddings,
             "cogito_lc": __version__,
             "recall_b_options": options,
             "turn_captions": args.turn_captions,
@@ -559,19 +644,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cogito is not None:
             report["cogito"] = {"llm": cogito.label, "options": cogito.options}
         for unit in args.units:
-            tallies = run_unit(
-                samples,
-                unit,
-                embeddings,
-                options,
-                set(args.methods or []),
-                cogito,
-                args.questions,
-                {"captions": args.turn_captions, "fact_evidence": args.fact_evidence},
-            )
-            results = {name: tally.summary() for name, tally in tallies.items()}
+            results: dict[str, dict[str, Any]] = {}
+            for construction, embeddings in constructions.items():
+                tallies = run_unit(
+                    samples,
+                    unit,
+                    embeddings,
+                    options,
+                    set(args.methods or []),
+                    cogito,
+                    args.questions,
+                    {"captions": args.turn_captions, "fact_evidence": args.fact_evidence},
+                )
+                suffix = "" if len(constructions) == 1 else f" [{construction}]"
+                results.update({name + suffix: t.summary() for name, t in tallies.items()})
             report["units"][unit] = results
             print_table(unit, results)
+            print_paths(results, list(constructions))
         if cogito is not None and cogito.calibrations:
             report["calibrations"] = cogito.calibrations
             print(f"\ncalibrations: {cogito.calibrations}")

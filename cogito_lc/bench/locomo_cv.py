@@ -122,6 +122,7 @@ class _CapturingRecallB(RecallB):
     def _rank(
         self,
         decomposition: Any,
+        plan: Any,
         query_vector: Any,
         found: Any,
         hits: Any,
@@ -130,7 +131,7 @@ class _CapturingRecallB(RecallB):
     ) -> Any:
         runs = [list(run) for run in found.vector_runs]
         self._last = (runs, list(lexical_run), np.asarray(query_vector))
-        return super()._rank(decomposition, query_vector, found, hits, lexical_run, k)
+        return super()._rank(decomposition, plan, query_vector, found, hits, lexical_run, k)
 
 
 def _cache_path(data: Path, variant: UnitVariant, questions: int | None) -> Path:

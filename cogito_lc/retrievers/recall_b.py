@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
 )
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -33,18 +35,28 @@ from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
 from cogito_lc.retrievers._subquery_vectors import (
+    SubqueryPlan,
     SubqueryVectorMode,
-    aembed_subqueries,
-    embed_subqueries,
+    aembed_with_plan,
+    embed_with_plan,
+    shared_plan,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
 from cogito_lc.retrievers.lexical_index import LexicalIndex
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 
-__all__ = ["RecallB"]
+__all__ = ["RECALL_B_EVENT", "RecallB"]
 
 logger = logging.getLogger(__name__)
+
+RECALL_B_EVENT = "cogito_lc.recall_b"
+"""Name of the custom event dispatched at the end of every :class:`RecallB` run.
+
+Its data is a dict with ``method`` (the run's method tag), ``subquery_vectors``
+(the sub-query path that ran: ``span``, ``batch`` or ``per_query``),
+``subquery_reason`` (why not ``span``; empty when it ran) and ``returned``.
+"""
 
 
 class RecallB(RejectUnknownFields, BaseRetriever):
@@ -55,7 +67,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     rebuilt as a LangChain retriever over any vector store.
 
     The query is split into sub-queries (:func:`~cogito_lc.retrievers.decompose_query`),
-    embedded in one batched call and searched in the vector store. The ranked
+    embedded together (one forward pass of a local sentence-transformers model, else
+    one batched call: see ``subquery_vectors``) and searched in the vector store. The ranked
     runs (the original query's weighted above its fragments) and a BM25 run
     over the candidate pool are fused with reciprocal rank fusion keyed by
     ``Document.id``; the pool is then ordered by a blend of the fused score and
@@ -140,7 +153,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     of the query on a local sentence-transformers model; ``"batch"`` embeds all
     sub-queries in one ``embed_documents`` call; ``"per_query"`` calls ``embed_query``
     for each (for asymmetric models); ``"auto"`` (default) uses span where the
-    embeddings allow it, else batch."""
+    embeddings allow it, else batch (or per_query for an asymmetric local model).
+    The path that ran is reported as ``subquery_vectors`` in ``metadata["cogito"]``
+    and in the :data:`RECALL_B_EVENT`; the first time ``"auto"`` cannot take the
+    span path with an embeddings object, one INFO log line names the reason and the fix."""
     lexical_floor: float = Field(default=1.0, ge=0.0, le=1.0)
     """1.0 (default) keeps ``corpus_bm25_weight`` fixed. Below 1, the corpus BM25 run's
     weight is scaled by how decisive the run is for this query, from this share (its two
@@ -151,6 +167,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     _store: StoreAdapter = PrivateAttr()
     _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
     _lexical: LexicalSync | None = PrivateAttr(default=None)
+    _plan: tuple[Embeddings, SubqueryPlan] | None = PrivateAttr(default=None)
+    _plan_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @model_validator(mode="after")
     def _require_embeddings(self) -> RecallB:
@@ -193,6 +211,31 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             self._chroma_bm25.invalidate()
         if self._lexical is not None:
             self._lexical.check_now()
+
+    def _cached_plan(self) -> SubqueryPlan | None:
+        planned = self._plan
+        return planned[1] if planned and planned[0] is self.query_embeddings else None
+
+    def subquery_plan(self) -> SubqueryPlan:
+        """How this retriever makes sub-query vectors.
+
+        Planned once per embeddings object in a process (retrievers built per
+        request share the plan); the INFO line about a slower path comes with
+        the first plan only.
+        """
+        embeddings = self.query_embeddings
+        with self._plan_lock:
+            if self._plan is None or self._plan[0] is not embeddings:
+                plan, new = shared_plan(embeddings, self.subquery_vectors)
+                self._plan = (embeddings, plan)
+                if new and plan.mode != "span" and self.subquery_vectors == "auto":
+                    logger.info(
+                        "RecallB makes sub-query vectors on the %s path, not span: %s. Fix: %s.",
+                        plan.mode,
+                        plan.reason,
+                        plan.fix,
+                    )
+            return self._plan[1]
 
     def decompose(self, query: str) -> Decomposition:
         """The sub-queries this retriever searches with for ``query``."""
@@ -255,9 +298,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
-        vectors, _ = embed_subqueries(
-            self.query_embeddings, decomposition.queries, self.subquery_vectors
-        )
+        plan = self.subquery_plan()
+        vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
             self._store,
@@ -271,16 +313,20 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         hits = self._lexical_hits(decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
         _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
-        return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
+        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
+        data = _event_data(docs, decomposition, plan, found)
+        dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
+        return docs
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
-        vectors, _ = await aembed_subqueries(
-            self.query_embeddings, decomposition.queries, self.subquery_vectors
-        )
         loop = asyncio.get_running_loop()
+        plan = self._cached_plan()
+        if plan is None:
+            plan = await loop.run_in_executor(None, self.subquery_plan)
+        vectors = await aembed_with_plan(plan, self.query_embeddings, decomposition.queries)
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         found = await _search.asearch(
             self._store,
@@ -294,7 +340,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         hits = await loop.run_in_executor(None, self._lexical_hits, decomposition.queries[0])
         lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
         await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
-        return self._rank(decomposition, vectors[0], found, hits, lexical_run, k)
+        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
+        data = _event_data(docs, decomposition, plan, found)
+        config = {"callbacks": run_manager.get_child()}
+        await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]
+        return docs
 
     def _corpus_top(self, hits: _LexicalRun | None) -> list[Document]:
         if hits is None or self.corpus_bm25_weight <= 0:
@@ -304,6 +354,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     def _rank(
         self,
         decomposition: Decomposition,
+        plan: SubqueryPlan,
         query_vector: Vector,
         found: _search.SearchResult,
         hits: _LexicalRun | None,
@@ -320,7 +371,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return []
         scores = blend(cosines, fused, self.cosine_weight)
         order = np.argsort(-scores, kind="stable")[:k]
-        method = decomposition.method + ("_t" if found.text_search else "")
+        method = _method_tag(decomposition, found)
         return [
             _annotate(
                 found.pool[keys[i]],
@@ -330,6 +381,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
                     "rrf": float(fused[i]),
                     "rank": rank,
                     "method": method,
+                    "subquery_vectors": plan.mode,
                 },
             )
             for rank, i in enumerate(order, start=1)
@@ -403,6 +455,24 @@ class _LexicalRun:
             return self._hits.scores(keys)
         assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
         return self._index.scores(self._query, keys)
+
+
+def _method_tag(decomposition: Decomposition, found: _search.SearchResult) -> str:
+    return decomposition.method + ("_t" if found.text_search else "")
+
+
+def _event_data(
+    docs: list[Document],
+    decomposition: Decomposition,
+    plan: SubqueryPlan,
+    found: _search.SearchResult,
+) -> dict[str, Any]:
+    return {
+        "method": _method_tag(decomposition, found),
+        "subquery_vectors": plan.mode,
+        "subquery_reason": plan.reason,
+        "returned": len(docs),
+    }
 
 
 def _annotate(document: Document, details: dict[str, Any]) -> Document:

@@ -27,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ GGUF_PATH_ENV_VAR = "COGITO_TEST_GGUF"
 """Optional path to a GGUF file to serve instead of the packaged Gemma 3 270M."""
 
 _READY_POLL_SECONDS = 0.25
+
+EMBEDDING_ARGS = ("--embedding", "True", "--kv_overrides", "gemma3.pooling_type=int:1")
+"""Serve ``/v1/embeddings`` with mean pooling (the packaged GGUF declares no pooling, and
+without one the server returns a vector per token)."""
 
 
 @dataclass
@@ -101,6 +106,7 @@ def start_llama_server(
     chat_format: str = "gemma",
     n_ctx: int = 2048,
     startup_timeout: float = 300,
+    extra_args: Sequence[str] = (),
 ) -> LlamaServer:
     """Start the server and return once it answers ``GET /v1/models``.
 
@@ -111,6 +117,7 @@ def start_llama_server(
             template, and the server's fallback (``llama-2``) makes Gemma stop at once.
         n_ctx: Context size in tokens.
         startup_timeout: Seconds to wait for the server to answer.
+        extra_args: More server options, e.g. :data:`EMBEDDING_ARGS`.
 
     Returns:
         The running server; call :meth:`LlamaServer.stop` when done.
@@ -138,6 +145,7 @@ def start_llama_server(
         str(n_ctx),
         "--verbose",
         "False",
+        *extra_args,
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
