@@ -34,6 +34,7 @@ COMES_WITH = {
     "starlette": "fastapi",
     "torch": "sentence-transformers",
     "transformers": "sentence-transformers",
+    "sklearn": "scikit-learn",
 }
 # _core/stores.py calls the chromadb collection behind a langchain-chroma store.
 USED_WITHOUT_IMPORT = {"chromadb"}
