@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
+from cogito_lc._core.postgres import open_postgres_store
 from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
@@ -169,6 +171,56 @@ class MemoryStore:
             self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
             if self._lexical is not None:
                 self._lexical.ensure_current()
+
+    @classmethod
+    def from_database_url(
+        cls,
+        url: str,
+        *,
+        embeddings: Embeddings,
+        collection: str = "cogito_memories",
+        **kwargs: Any,
+    ) -> MemoryStore:
+        """A MemoryStore over a Postgres database with pgvector (``langchain-postgres``).
+
+        The table ``collection`` is created, or migrated to this version, on
+        first use (idempotent, versioned, safe when replicas start together):
+        the scope keys are indexed columns every filter is pushed into, the
+        vector has an HNSW cosine index, and a generated ``tsvector`` column
+        with a GIN index serves the lexical run
+        (:class:`~cogito_lc.retrievers.PostgresLexicalIndex`). Ids are the
+        primary key and new memories are inserted with ``ON CONFLICT DO
+        NOTHING``, so the same text stored at once by two processes is one
+        memory. The database needs the ``vector`` extension (created if the
+        user may).
+
+        Args:
+            url: A ``postgresql://user:password@host:port/database`` URL.
+            embeddings: The embedding model.
+            collection: The table name (lower-case letters, digits, ``_``).
+            **kwargs: Other arguments of :class:`MemoryStore` (``scope``,
+                ``extractor``, ...).
+
+        Raises:
+            DatabaseSetupError: If the database is unreachable, refuses the
+                credentials or lacks the ``vector`` extension (the message
+                names the fix and never the password).
+
+        Example:
+            ```python
+            # needs: a Postgres database with pgvector
+            from cogito_lc import MemoryStore, local_embeddings
+
+            memory = MemoryStore.from_database_url(
+                "postgresql://me:secret@localhost:5432/app",
+                embeddings=local_embeddings(),
+                scope={"user_id": "alice"},
+            )
+            memory.store("Auth tokens expire after 3600 seconds.")
+            ```
+        """
+        store = open_postgres_store(url, embeddings, collection=collection)
+        return cls(store, **kwargs)
 
     # -- writes -------------------------------------------------------------
 
@@ -623,11 +675,27 @@ class MemoryStore:
                     raise MemoryConflictError(msg)
             if fresh:
                 self._mark_pending(list(fresh))
-                self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
+                written = self._store.add_new(list(fresh.values()))
+                existing.update(self._raced(fresh, written))
                 if self._lexical is not None:
-                    self._lexical.upsert(list(fresh.values()))
+                    self._lexical.upsert([fresh[i] for i in fresh if i in written])
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
+
+    def _raced(
+        self, fresh: Mapping[str, Document], written: set[str]
+    ) -> builtins.list[tuple[str, Document]]:
+        """The memories another writer stored first under ids of ``fresh`` (same memory only)."""
+        lost = [doc_id for doc_id in fresh if doc_id not in written]
+        held = {doc.id: doc for doc in self._existing(lost)} if lost else {}
+        for doc_id in lost:
+            if doc_id in held and not _same_memory(held[doc_id], fresh[doc_id]):
+                msg = (
+                    f"id {doc_id!r} was stored at the same time by another writer with other "
+                    "text or scope; omit the id (ids default to a hash of scope and text)."
+                )
+                raise MemoryConflictError(msg)
+        return [(doc_id, doc) for doc_id, doc in held.items() if doc_id is not None]
 
     def _mark_pending(self, ids: builtins.list[str]) -> None:
         if self._lexical is not None:
@@ -642,7 +710,7 @@ class MemoryStore:
         self._invalidate()
 
     def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
-        return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
+        return [doc for doc in self._store.get(ids) if doc.id]
 
     def _require(self, id: str, scope: Scope) -> Document:  # noqa: A002
         found = self._store.get([id], scope.where())

@@ -15,16 +15,19 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._core.postgres import PostgresAdapter
 from cogito_lc._core.stores import ChromaAdapter, InMemoryAdapter, StoreAdapter, adapter_for
 from cogito_lc.retrievers._lexical import Bm25LexicalIndex
 from cogito_lc.retrievers.fts_index import SqliteLexicalIndex, is_corruption
 from cogito_lc.retrievers.lexical_index import LexicalHit, LexicalIndex
+from cogito_lc.retrievers.pg_lexical_index import PostgresLexicalIndex
 
 __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
 
 logger = logging.getLogger(__name__)
 
 _PAGE = 5_000
+_FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter)
 _T = TypeVar("_T")
 
 
@@ -67,7 +70,7 @@ class LexicalSync:
         check_interval: float = 1.0,
     ) -> None:
         self.adapter: StoreAdapter = adapter_for(store)
-        if not isinstance(self.adapter, (ChromaAdapter, InMemoryAdapter)):
+        if not isinstance(self.adapter, _FOLLOWED):
             msg = (
                 f"LexicalSync needs a store it can list and count ({type(store).__name__} "
                 "is not one); pass RecallB(lexical_index=...) an index you keep yourself."
@@ -130,6 +133,8 @@ class LexicalSync:
         self.ensure_current()
         if not where:
             return True
+        if getattr(self.index, "mirrors_store", False):
+            return self._covers_all(where)  # other replicas write too: never cached
         key = repr(sorted(where.items()))
         cached = self._covers.get(key)
         if cached is not None and cached[0] == self._version:
@@ -149,6 +154,8 @@ class LexicalSync:
 
     def ensure_current(self) -> None:
         """Start up (recover, rebuild) once, then check the counts at most once per interval."""
+        if getattr(self.index, "mirrors_store", False):
+            return  # the index is the store's own table (Postgres): always in step
         if self._started and time.monotonic() - self._checked_at < self.check_interval:
             return
         with self._lock:
@@ -258,6 +265,8 @@ class LexicalSync:
 
 
 def _default_index(adapter: StoreAdapter) -> LexicalIndex:
+    if isinstance(adapter, PostgresAdapter):
+        return PostgresLexicalIndex(adapter)
     path = lexical_index_path(adapter)
     return Bm25LexicalIndex() if path is None else SqliteLexicalIndex(path)
 
@@ -286,7 +295,9 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
     Every RecallB and MemoryStore over the same store object shares it, so a
     write through one is searchable by all at once. A persistent Chroma store
     gets a :class:`~cogito_lc.retrievers.SqliteLexicalIndex` in its persist
-    directory; a Chroma store without one and an ``InMemoryVectorStore`` get a
+    directory; a Postgres store made by ``MemoryStore.from_database_url`` gets a
+    :class:`~cogito_lc.retrievers.PostgresLexicalIndex`; a Chroma store without
+    one and an ``InMemoryVectorStore`` get a
     :class:`~cogito_lc.retrievers.Bm25LexicalIndex`; other stores get None.
     """
     with _SYNCS_LOCK:
@@ -296,7 +307,7 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
             return None
         if found is not None:
             return found
-        if not isinstance(adapter_for(store), (ChromaAdapter, InMemoryAdapter)):
+        if not isinstance(adapter_for(store), _FOLLOWED):
             return None
         sync = LexicalSync(store)
         _SYNCS[store] = sync
