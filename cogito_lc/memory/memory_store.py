@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
-from cogito_lc._core.postgres import open_postgres_store
+from cogito_lc._core.postgres import PostgresDatabase, open_postgres_store
 from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
@@ -33,6 +33,7 @@ from cogito_lc.memory.scope import (
     normalise_text,
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
+from cogito_lc.memory.state import DirectoryStateStore, PostgresStateStore, StateStore
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
@@ -142,6 +143,7 @@ class MemoryStore:
         vocab_map: Mapping[str, Sequence[str]] | None = None,
         data_dir: str | Path | None = None,
         verify_index: bool = True,
+        state: StateStore | None = None,
     ) -> None:
         if max_text_chars < 1 or batch_size < 1:
             msg = "max_text_chars and batch_size must be >= 1."
@@ -161,8 +163,13 @@ class MemoryStore:
         self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
         """Where the snapshot and the vocabulary map are saved: the Chroma persist
         directory by default; None for in-memory stores (nothing is saved)."""
+        self.state: StateStore | None = state
+        """Where the snapshot and the vocabulary map are saved: given, or files in
+        ``data_dir`` (a table for :meth:`from_database_url`); None saves nothing."""
+        if self.state is None and self.data_dir is not None:
+            self.state = DirectoryStateStore(self.data_dir)
         if self.vocab_map is None:
-            self.vocab_map = load_vocab_map(self.data_dir)
+            self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
         self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
@@ -219,7 +226,9 @@ class MemoryStore:
             memory.store("Auth tokens expire after 3600 seconds.")
             ```
         """
-        store = open_postgres_store(url, embeddings, collection=collection)
+        database = PostgresDatabase(url)
+        store = open_postgres_store(database, embeddings, collection=collection)
+        kwargs.setdefault("state", PostgresStateStore(database, f"{collection}/"))
         return cls(store, **kwargs)
 
     # -- writes -------------------------------------------------------------
@@ -503,6 +512,7 @@ class MemoryStore:
         *,
         data_dir: str | Path | None = None,
         fallback_vocab_map: Mapping[str, Sequence[str]] | None = None,
+        state: StateStore | None = None,
     ) -> MemoryStore:
         """A MemoryStore over the same vector store and extractor, confined to another scope.
 
@@ -516,6 +526,8 @@ class MemoryStore:
                 saves nothing (unless the store is a persistent Chroma store, whose
                 directory is the default, as for any MemoryStore).
             fallback_vocab_map: The vocabulary map when ``data_dir`` holds none.
+            state: Where the view saves its snapshot and vocabulary map instead
+                of ``data_dir`` (e.g. ``self.state.child(...)`` for a database).
 
         Returns:
             The view.
@@ -539,7 +551,9 @@ class MemoryStore:
         """
         target = as_scope({**self.scope.metadata(), **as_scope(scope).metadata()})
         directory = Path(data_dir) if data_dir is not None else None
-        vocab_map = load_vocab_map(directory) or fallback_vocab_map
+        if state is None and directory is not None:
+            state = DirectoryStateStore(directory)
+        vocab_map = load_vocab_map(state) or fallback_vocab_map
         return MemoryStore(
             self.vectorstore,
             extractor=self.extractor,
@@ -548,6 +562,7 @@ class MemoryStore:
             batch_size=self.batch_size,
             vocab_map=vocab_map,
             data_dir=directory,
+            state=state,
         )
 
     def as_retriever(

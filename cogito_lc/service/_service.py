@@ -186,6 +186,8 @@ class MemoryService:
         """A saved file's path relative to the store directory: clients never see server paths."""
         if path is None:
             return None
+        if path.startswith("postgres:"):
+            return path.split("/", 1)[-1]  # the row name: no server path to hide
         root = self.memory.data_dir
         file = Path(path)
         if root is not None and file.is_relative_to(root):
@@ -209,12 +211,11 @@ class MemoryService:
             return view
 
     def _scoped_memory(self, user_id: str) -> MemoryStore:
-        data_dir = None
-        if self.memory.data_dir is not None:
-            digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
-            data_dir = self.memory.data_dir / SCOPES_DIR / digest
+        digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
+        root = self.memory.state
+        state = root.child(f"{SCOPES_DIR}/{digest}") if root is not None else None
         return self.memory.scoped(
-            {"user_id": user_id}, data_dir=data_dir, fallback_vocab_map=self.options.vocab_map
+            {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )
 
     def _retriever(self, view: ScopeView, kind: str) -> Any:

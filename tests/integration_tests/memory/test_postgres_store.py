@@ -28,7 +28,8 @@ def test_store_recall_and_scopes(pg_url: str, pg_collection: str, minilm: Embedd
     assert isinstance(memory._store, PostgresAdapter)
     alice, bob = memory.scoped({"user_id": "alice"}), memory.scoped({"user_id": "bob"})
     summary = alice.seed(EXAMPLES_DATA, progress=False)
-    assert summary.failed == [] and summary.stored == alice.count() == summary.chunks
+    assert summary.failed == []
+    assert summary.stored == alice.count() == summary.chunks
     bob.store("Bob's production region is us-east-2 (Ohio).")
     docs = alice.as_retriever(k=3).invoke("Which AWS region does production run in?")
     assert any("eu-west-1 (Ireland)" in d.page_content for d in docs)
@@ -36,7 +37,9 @@ def test_store_recall_and_scopes(pg_url: str, pg_collection: str, minilm: Embedd
     bob_docs = bob.as_retriever(k=3).invoke("Which AWS region does production run in?")
     assert [d.page_content for d in bob_docs] == ["Bob's production region is us-east-2 (Ohio)."]
     [(hit, score)] = bob.search("production region", k=5)
-    assert hit.metadata["user_id"] == "bob" and score is not None and 0 < score <= 1
+    assert hit.metadata["user_id"] == "bob"
+    assert score is not None
+    assert 0 < score <= 1
     assert memory.count() == summary.chunks + 1
 
 
@@ -46,7 +49,8 @@ def test_dedup_update_delete_and_filters(
     memory = _memory(pg_url, pg_collection, minilm, scope={"user_id": "alice"})
     first = memory.store("Auth tokens expire after 3600 seconds.", metadata={"n": 3})
     again = memory.store("Auth   tokens expire after 3600 seconds.")
-    assert again.id == first.id and again.metadata["created_at"] == first.metadata["created_at"]
+    assert again.id == first.id
+    assert again.metadata["created_at"] == first.metadata["created_at"]
     assert memory.count() == 1
     other = memory.store("Billing runs on port 8083.", metadata={"n": 1, "tag": "x"})
     adapter = memory._store
@@ -82,7 +86,8 @@ def test_lexical_run_is_postgres_full_text(
     index = memory._lexical.index
     assert isinstance(index, PostgresLexicalIndex)
     [(doc, score)] = index.search("port 8083?", k=5, where={"user_id": "a"})
-    assert doc.metadata["user_id"] == "a" and score > 0
+    assert doc.metadata["user_id"] == "a"
+    assert score > 0
     assert len(index.search("8083", k=5)) == 2
     for query in ["'; DROP TABLE x; --", "a & b | !c <-> d", "???", "", "(((", "ünïcode 'quote'"]:
         index.search(query, k=5)  # plain words, never query syntax: no error
@@ -121,15 +126,17 @@ def test_same_text_from_two_threads_is_one_memory(pg_url: str, pg_collection: st
 
     def write(memory: MemoryStore) -> None:
         barrier.wait()
-        for i in range(30):
-            ids.append(memory.store(f"shared memory {i}", scope={"user_id": "u"}).id or "")
+        ids.extend(
+            memory.store(f"shared memory {i}", scope={"user_id": "u"}).id or "" for i in range(30)
+        )
 
     threads = [threading.Thread(target=write, args=(m,)) for m in stores]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(ids) == 60 and len(set(ids)) == 30
+    assert len(ids) == 60
+    assert len(set(ids)) == 30
     assert stores[0].count() == 30
 
 
@@ -148,9 +155,7 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_same_texts_from_two_processes_are_one_memory_each(
-    pg_url: str, pg_collection: str
-) -> None:
+def test_same_texts_from_two_processes_are_one_memory_each(pg_url: str, pg_collection: str) -> None:
     _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=16))  # create the table
     writers = [
         subprocess.Popen(
@@ -173,7 +178,8 @@ def test_setup_errors_name_the_setting_and_hide_the_password(pg_collection: str)
     with pytest.raises(DatabaseSetupError) as raised:
         _memory(url, pg_collection, DeterministicFakeEmbedding(size=8))
     message = str(raised.value)
-    assert "COGITO_DATABASE_URL" in message and "hunter2secret" not in message
+    assert "COGITO_DATABASE_URL" in message
+    assert "hunter2secret" not in message
     assert "cogito:***@127.0.0.1:1" in message
 
 
@@ -181,3 +187,32 @@ def test_a_missing_database_is_named(pg_url: str, pg_collection: str) -> None:
     url = pg_url.replace("/postgres?", "/no_such_db?")
     with pytest.raises(DatabaseSetupError, match="create the database"):
         _memory(url, pg_collection, DeterministicFakeEmbedding(size=8))
+
+
+def test_snapshot_and_vocab_map_built_on_one_replica_are_served_by_another(
+    pg_url: str, pg_collection: str
+) -> None:
+    from cogito_lc import SnapshotBuilder, load_snapshot
+    from cogito_lc.memory._vocab_file import save_vocab_map
+
+    embeddings = DeterministicFakeEmbedding(size=16)
+    builder_side = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "alice"})
+    builder_side.store_many(["Deploys go out on Tuesdays.", "The on-call rota is weekly."])
+    built = SnapshotBuilder.from_llm(None).build(builder_side)
+    assert built.path == f"postgres:cogito_state/{pg_collection}/snapshot.md"
+    assert builder_side.state is not None
+    save_vocab_map(builder_side.state, {"deploy": ["release", "ship"]})
+    scope_state = builder_side.state.child("scopes/abc")
+    scope_state.write({"snapshot.md": "scoped text"})
+
+    other = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "alice"})
+    served = load_snapshot(other)
+    assert served is not None
+    assert served.text == built.text
+    assert served.count == 2
+    assert other.vocab_map == {"deploy": ["release", "ship"]}
+    assert other.state is not None
+    assert other.state.child("scopes/abc").read("snapshot.md") == ("scoped text")
+    elsewhere = _memory(pg_url, f"{pg_collection}_b", embeddings)
+    assert load_snapshot(elsewhere) is None
+    assert elsewhere.vocab_map is None
