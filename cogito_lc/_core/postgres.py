@@ -138,7 +138,7 @@ class PostgresDatabase:
             message names the setting and the fix, never the password.
     """
 
-    def __init__(self, url: str, *, max_size: int = 8, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, max_size: int = 8, timeout: float = 5.0) -> None:
         from psycopg_pool import ConnectionPool
 
         self._url = url
@@ -153,6 +153,7 @@ class PostgresDatabase:
             timeout=timeout,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))},
             configure=_configure,
+            check=ConnectionPool.check_connection,
             open=True,
             name="cogito-lc",
         )

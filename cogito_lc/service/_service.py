@@ -104,6 +104,21 @@ def _is_upstream_failure(exc: BaseException) -> bool:
     return False
 
 
+_DATABASE_DOWN = frozenset(
+    {"DatabaseUnavailableError", "OperationalError", "PoolTimeout", "InterfaceError"}
+)
+
+
+def _is_database_down(exc: BaseException) -> bool:
+    """A Postgres that stopped answering (restart, network cut): the next try may work."""
+    for item in exception_chain(exc):
+        module = type(item).__module__
+        postgres = module.startswith(("psycopg", "sqlalchemy", "cogito_lc._core.postgres"))
+        if postgres and type(item).__name__ in _DATABASE_DOWN:
+            return True
+    return False
+
+
 def _is_store_failure(exc: BaseException) -> bool:
     for item in exception_chain(exc):
         module = type(item).__module__
@@ -118,6 +133,11 @@ def http_error_for(exc: Exception) -> HTTPException | None:
         return exc
     if isinstance(exc, MemoryNotFoundError):
         return HTTPException(404, "no memory with this id in this scope")
+    if _is_database_down(exc):
+        logger.warning("database unavailable: %s", type(exc).__name__)
+        return HTTPException(
+            503, "the database is unavailable; retry shortly", headers={"Retry-After": "2"}
+        )
     if _is_upstream_failure(exc):
         logger.warning("upstream failure: %s: %s", type(exc).__name__, exc)
         return HTTPException(502, "an upstream model or store server did not answer; retry later")

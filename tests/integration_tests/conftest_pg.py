@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 
-@pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a Postgres server started in a temporary directory, deleted afterwards."""
+@contextmanager
+def private_postgres() -> Iterator[Any]:
+    """A pgserver instance in a fresh directory, stopped and deleted afterwards.
+
+    The directory is traversable by every user: run as root, pgserver runs
+    Postgres as its own ``pgserver`` user, which must reach the data directory
+    (pytest's own temporary directories are private to their owner).
+    """
     pgserver = pytest.importorskip("pgserver")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="delete")
+    parent = Path(tempfile.mkdtemp(prefix="cogito-pg-"))
+    parent.chmod(0o755)
+    server = pgserver.get_server(parent / "data", cleanup_mode="delete")
     try:
-        yield server.get_uri()
+        yield server
     finally:
         server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """The URL of a private Postgres server for the whole session."""
+    with private_postgres() as server:
+        yield server.get_uri()
 
 
 @pytest.fixture
