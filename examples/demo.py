@@ -108,7 +108,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cogito-demo-") as tmp:
         store_dir = args.store or Path(tmp) / "store"
-        console.print(f"Embeddings: {LOCAL_MODEL_NAME}, offline. Store: {store_dir}\n")
+        console.print(f"Embeddings: {LOCAL_MODEL_NAME}, offline.")
         extractor = (
             FactExtractor.from_llm(llm, structured_output=found.structured_output)
             if found
@@ -130,6 +130,7 @@ def main() -> None:
                 scope={"user_id": "demo"},
             )
         else:
+            console.print(f"Store: {store_dir}\n")
             memory = MemoryStore(
                 Chroma("cogito_memory", local_embeddings(), persist_directory=str(store_dir)),
                 extractor=extractor,

@@ -531,7 +531,7 @@ class PostgresAdapter(StoreAdapter):
             )
 
     def add_new(self, documents: Sequence[Document]) -> set[str]:
-        """Insert these documents in one transaction; ids already held are left as they are.
+        """Insert these documents in one statement; ids already held are left as they are.
 
         Returns:
             The ids inserted (a concurrent writer may have inserted the others).
@@ -549,18 +549,15 @@ class PostgresAdapter(StoreAdapter):
             extra = {k: v for k, v in doc.metadata.items() if k not in COLUMNS}
             vector_array = np.asarray(vector, dtype=np.float32)
             rows.append([doc.id, doc.page_content, vector_array, *columns, json.dumps(extra)])
-        inserted: set[str] = set()
-        with self.database.transaction() as conn, conn.cursor() as cursor:
-            for row in rows:
-                cursor.execute(
-                    f"INSERT INTO {self.table} ({names}) VALUES ({placeholders}) "  # noqa: S608
-                    "ON CONFLICT (id) DO NOTHING RETURNING id",
-                    row,
-                )
-                found = cursor.fetchone()
-                if found:
-                    inserted.add(found[0])
-        return inserted
+        rows.sort(key=lambda row: str(row[0]))  # one lock order: concurrent batches never deadlock
+        values = ", ".join([f"({placeholders})"] * len(rows))
+        with self.database.connection() as conn:
+            found = conn.execute(
+                f"INSERT INTO {self.table} ({names}) VALUES {values} "  # noqa: S608
+                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                [value for row in rows for value in row],
+            ).fetchall()
+        return {row[0] for row in found}
 
     # -- searches -----------------------------------------------------------------
 
