@@ -568,12 +568,9 @@ class PostgresAdapter(StoreAdapter):
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
     ) -> list[Run]:
-        """One SQL search per query vector, the ``filter`` search keyword in its ``WHERE``."""
-        where = search_kwargs.get("filter")
-        return [
-            ([doc for doc, _ in self._nearest(vector, k, where)], False)
-            for vector, k in zip(vectors, fetch_ks, strict=True)
-        ]
+        """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
+        found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))
+        return [([doc for doc, _ in hits], False) for hits in found]
 
     async def asearch_by_vectors(
         self,
@@ -610,18 +607,30 @@ class PostgresAdapter(StoreAdapter):
         return self._nearest(vector, k, where)
 
     def _nearest(self, vector: Any, k: int, where: Any) -> list[ScoredDocument]:
+        return self._nearest_many([vector], [k], where)[0]
+
+    def _nearest_many(
+        self, vectors: Sequence[Any], ks: Sequence[int], where: Any
+    ) -> list[list[ScoredDocument]]:
         sql, params = where_to_sql(where)
-        query = np.asarray(vector, dtype=np.float32)
-        with self.database.transaction() as conn:
+        found: list[list[ScoredDocument]] = []
+        with self.database.connection() as conn, conn.transaction():
             order = "embedding <=> %s"
             if where is not None:
-                order = self._filtered_order(conn, sql, params, k)
-            rows = conn.execute(
-                f"SELECT {SELECT_COLUMNS}, embedding <=> %s AS distance FROM {self.table} "  # noqa: S608
-                f"WHERE {sql} ORDER BY {order} LIMIT %s",
-                [query, *params, query, k],
-            ).fetchall()
-        return [(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows]
+                order = self._filtered_order(conn, sql, params, max(ks, default=1))
+            with conn.pipeline():  # every search sent at once: one round trip
+                cursors = [
+                    conn.execute(
+                        f"SELECT {SELECT_COLUMNS}, embedding <=> %s AS distance "  # noqa: S608
+                        f"FROM {self.table} WHERE {sql} ORDER BY {order} LIMIT %s",
+                        [query, *params, query, k],
+                    )
+                    for query, k in zip(_vectors(vectors), ks, strict=True)
+                ]
+            for cursor in cursors:
+                rows = cursor.fetchall()
+                found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
+        return found
 
     def _filtered_order(self, conn: Any, sql: str, params: list[Any], k: int) -> str:
         if self.database.vector_version >= (0, 8):
@@ -636,6 +645,10 @@ class PostgresAdapter(StoreAdapter):
             return "(embedding <=> %s) + 0"  # an expression the index cannot serve: exact
         conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}")
         return "embedding <=> %s"
+
+
+def _vectors(vectors: Sequence[Any]) -> list[Any]:
+    return [np.asarray(vector, dtype=np.float32) for vector in vectors]
 
 
 def _as_text(value: Any) -> str | None:
