@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -189,3 +190,106 @@ def test_database_restart_gives_503_then_recovers(
                 assert client.get("/health").json()["count"] == 2
         finally:
             service.stop()
+
+
+class _AlternatingClients:
+    """8 clients writing through both replicas in turn and reading each write on the other."""
+
+    def __init__(self, services: list[ServiceProcess], kill_after: int) -> None:
+        self.services = services
+        self.kill_after = kill_after
+        self.acknowledged: list[tuple[str, str, str]] = []
+        self.figures = dict.fromkeys(
+            ("writes_acknowledged", "read_on_other_replica", "cross_scope_reads"), 0
+        )
+        self.lock = threading.Lock()
+        self.killed = threading.Event()
+
+    def run(self, clients: int = 8, writes: int = 16) -> None:
+        threads = [threading.Thread(target=self.client, args=(n, writes)) for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def client(self, number: int, writes: int) -> None:
+        user = f"user-{number % 4}"
+        for i in range(writes):
+            writer, reader = self.services[(number + i) % 2], self.services[(number + i + 1) % 2]
+            if self.killed.is_set():
+                writer = reader = self.services[0]
+            text = f"Client {number} write {i}: service s{number} listens on port {9000 + i}."
+            memory_id = self.write(writer, user, text)
+            if memory_id is not None:
+                self.read_back(reader, user, f"user-{(number + 1) % 4}", memory_id, text)
+
+    def write(self, service: ServiceProcess, user: str, text: str) -> str | None:
+        try:
+            with service.client(user=user, timeout=30) as http:
+                response = http.post("/store", json={"text": text})
+        except httpx.HTTPError:
+            return None  # the killed replica: not acknowledged
+        if response.status_code != 200:
+            return None
+        memory_id = str(response.json()["id"])
+        with self.lock:
+            self.acknowledged.append((memory_id, user, text))
+            self.figures["writes_acknowledged"] += 1
+            if self.figures["writes_acknowledged"] == self.kill_after:
+                self.services[1].kill()  # SIGKILL mid-writes
+                self.killed.set()
+        return memory_id
+
+    def read_back(
+        self, service: ServiceProcess, user: str, stranger: str, memory_id: str, text: str
+    ) -> None:
+        try:
+            with service.client(user=user, timeout=30) as http:
+                read = http.get(f"/memories/{memory_id}")
+                found = http.post("/query", json={"text": text, "limit": 3}).json()
+            with service.client(user=stranger, timeout=30) as http:
+                leaked = http.get(f"/memories/{memory_id}").status_code != 404
+        except httpx.HTTPError:
+            return  # the reader was the replica just killed
+        with self.lock:
+            if read.status_code == 200 and memory_id in [m["id"] for m in found["memories"]]:
+                self.figures["read_on_other_replica"] += 1
+            self.figures["cross_scope_reads"] += int(leaked)
+
+    def lost(self) -> int:
+        lost = 0
+        for memory_id, user, text in self.acknowledged:
+            with self.services[0].client(user=user, timeout=30) as http:
+                record = http.get(f"/memories/{memory_id}")
+            lost += int(record.status_code != 200 or record.json()["text"] != text)
+        return lost
+
+
+def test_eight_clients_across_replicas_and_a_killed_replica_lose_nothing(
+    pg_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tmp_path_factory.mktemp("kill")
+    settings = {
+        "COGITO_DATABASE_URL": pg_url,
+        "COGITO_COLLECTION": "kill_replica",
+        "COGITO_ALLOW_REQUEST_SCOPE": "true",
+    }
+    services = [
+        start_service(root / name / "store", token=TOKEN, settings=settings, log_name=f"{name}.log")
+        for name in ("a", "b")
+    ]
+    run = _AlternatingClients(services, kill_after=40)
+    try:
+        run.run()
+        lost = run.lost()
+    finally:
+        for service in services:
+            service.stop()
+    sys.stderr.write(f"\nreplicas: {run.figures}, lost acknowledged writes: {lost}\n")
+    assert run.killed.is_set()
+    assert run.figures["writes_acknowledged"] >= 100
+    assert run.figures["cross_scope_reads"] == 0
+    assert lost == 0
+    # every write is read back on the other replica, but for reads cut off by the kill
+    figures = run.figures
+    assert figures["read_on_other_replica"] >= figures["writes_acknowledged"] - 8
