@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(FIND_LINKS) "$(TORCH_SPEC)"
-	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,anthropic,server,cli,dev,bench]"
+	$(PIP) install --quiet $(FIND_LINKS) -e ".[local,openai,ollama,anthropic,server,cli,dev,bench,mcp]"
 	touch $(STAMP)
 
 # The local model server of the integration tier (the demo does not need it).
@@ -71,7 +71,7 @@ test-unit-oldest: $(STAMP_OLDEST)
 $(STAMP_OLDEST): pyproject.toml Makefile
 	test -x $(PY_OLDEST) || $(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench]"
+	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,mcp]"
 	touch $(STAMP_OLDEST)
 endif
 

@@ -60,6 +60,8 @@ ScoredDocument = tuple[Document, float | None]
 """A document found by a search and its score (None when the store gives no finite score)."""
 
 _SAME_VECTOR = 1e-5
+_WIDE_CHECK = 100
+"""Neighbours a second search asks for before calling a row unreachable."""
 """A search distance this small means an exact duplicate of the query vector."""
 
 
@@ -540,6 +542,17 @@ class ChromaAdapter(StoreAdapter):
         return list(self._not_found(vectors, min(k, int(self.collection.count()))))
 
     def _not_found(self, rows: Mapping[str, Any], k: int) -> dict[str, Any]:
+        """The rows a search for their own vector misses, at ``k`` and again much wider.
+
+        A near duplicate (not an exact one) can hide a row from a narrow
+        approximate search; a row the wide search still misses is unreachable.
+        """
+        missed = self._missed_at(rows, k)
+        total = int(self.collection.count())
+        wide = min(total, max(_WIDE_CHECK, 10 * k))
+        return self._missed_at(missed, wide) if missed and wide > k else missed
+
+    def _missed_at(self, rows: Mapping[str, Any], k: int) -> dict[str, Any]:
         if not rows:
             return {}
         hits = self.collection.query(

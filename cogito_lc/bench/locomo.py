@@ -6,6 +6,10 @@ first retrieved item whose ``dia_id`` is in its evidence. Two retrieval units:
 ``turns`` (each dialogue turn as ``Speaker: text``) and ``facts`` (each
 ``observation`` entry, which cites the turn it came from).
 
+``recall_b`` ranks with the in-memory bm25s index a non-persistent store gets;
+``recall_b_fts`` is the same retriever over the SQLite FTS5 index a persistent
+store gets, so both lexical engines are measured side by side.
+
 The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
 model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -57,6 +62,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from cogito_lc import RecallB, __version__
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings
+from cogito_lc.retrievers import SqliteLexicalIndex
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
@@ -196,6 +202,10 @@ def build_methods(
             vectorstore=store, k=TOP_K, **{"subquery_vectors": "batch", **recall_b_options}
         ),
     }
+    if not only or "recall_b_fts" in only:
+        methods["recall_b_fts"] = RecallB(
+            vectorstore=store, k=TOP_K, lexical_index=fts_index(docs), **recall_b_options
+        )
     if cogito is not None and "cogito" in only:
         stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
         methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
@@ -204,6 +214,19 @@ def build_methods(
             vectorstore=store, k=TOP_K, vocab_map=calibrated_map(store, cogito), **recall_b_options
         )
     return methods
+
+
+def fts_index(docs: list[Document]) -> SqliteLexicalIndex:
+    """The SQLite FTS5 index a persistent store gets, filled with ``docs`` (a temp file)."""
+    directory = Path(_scratch().name) / uuid.uuid4().hex
+    index = SqliteLexicalIndex(directory / "lexical.sqlite3")
+    index.upsert(docs)
+    return index
+
+
+@functools.cache
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="locomo-fts-")
 
 
 def calibrated_map(store: Chroma, cogito: CogitoSetup) -> dict[str, list[str]] | None:
@@ -364,7 +387,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--methods",
         nargs="+",
         default=None,
-        help="only these methods (vector bm25 ensemble recall_b recall_b_batch; "
+        help="only these methods (vector bm25 ensemble recall_b recall_b_batch recall_b_fts; "
         "cogito is opt-in and needs --llm)",
     )
     parser.add_argument(

@@ -257,6 +257,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
         vector.append(_timed_ms(partial(target.search, query, k=TOP_K)))
         idle.append(_timed_ms(partial(recall.invoke, query)))
     rss_idle = _rss_mb()
+    agreement = _lexical_agreement(recall, queries, {"user_id": TARGET_SCOPE})
     writes: list[float] = []
     after_write: list[float] = []
     for query in _bar(spec, queries, "recall after write"):
@@ -277,6 +278,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
             "after_write_queries": _rss_mb(),
         },
         "first_recall_after_load_ms": round(first_ms, 1),
+        "lexical_top10_agreement": agreement,
         "latency_ms": {
             "vector": _stats(vector),
             "recall_idle": _stats(idle),
@@ -423,6 +425,26 @@ def table_lines(runs: list[dict[str, Any]]) -> list[str]:
     labels = sorted({run["embeddings"] for run in runs} & {HASH_LABEL, POOL_LABEL})
     lines.extend(f"\n{label}" for label in labels)
     return lines
+
+
+def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -> float | None:
+    """Mean share of the exact BM25 top 10 that the index's bounded search returns."""
+    from cogito_lc.retrievers import SqliteLexicalIndex
+
+    sync = getattr(recall, "lexical_sync", None)
+    index = getattr(sync, "index", None)
+    if not isinstance(index, SqliteLexicalIndex) or not queries:
+        return None
+    exact = SqliteLexicalIndex(index.path, posting_budget=2**62)
+    try:
+        shares = []
+        for query in queries:
+            full = {doc.id for doc, _ in exact.search(query, TOP_K, where)}
+            bounded = {doc.id for doc, _ in index.search(query, TOP_K, where)}
+            shares.append(len(full & bounded) / len(full) if full else 1.0)
+    finally:
+        exact.close()
+    return round(sum(shares) / len(shares), 3)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -7,7 +7,9 @@ names (no server, no port); with ``--server URL`` requests go to that server.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import httpx
@@ -105,10 +107,33 @@ class ApiClient:
         self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any
     ) -> Any:
         """Send one request; return the JSON answer or raise a one-line :class:`CliError`."""
-        try:
+        with self._errors():
             response = self._http.request(
                 method, path, json=body, params=params or None, headers=self._headers
             )
+        self._check(response)
+        return response.json()
+
+    def events(self, path: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """POST ``body`` and yield the server-sent events of the answer as they arrive."""
+        with (
+            self._errors(),
+            self._http.stream("POST", path, json=body, headers=self._headers) as response,
+        ):
+            if response.status_code >= 400:
+                response.read()
+                self._check(response)
+            name = "message"
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    name = line.partition(":")[2].strip()
+                elif line.startswith("data:"):
+                    yield name, json.loads(line.partition(":")[2])
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
         except httpx.ConnectError:
             msg = (
                 f"no cogito-lc server answers at {self.where}; start one with "
@@ -121,6 +146,8 @@ class ApiClient:
         except UnicodeEncodeError:
             msg = "bad input: a value is not valid UTF-8 text; pass UTF-8 text."
             raise CliError(msg, EXIT_USAGE) from None
+
+    def _check(self, response: httpx.Response) -> None:
         if response.status_code == 404:
             msg_0 = f"not found: {_detail(response)}"
             raise CliError(msg_0, EXIT_NOT_FOUND)
@@ -133,4 +160,3 @@ class ApiClient:
         if response.status_code >= 400:
             msg_0 = f"{response.status_code} from {self.where}: {_detail(response)}"
             raise CliError(msg_0)
-        return response.json()

@@ -1,4 +1,4 @@
-"""The ``cogito-lc`` command line: store, recall, seed, snapshot and serve memories.
+"""The ``cogito-lc`` command line: store, recall, seed, snapshot and serve memories (HTTP, MCP).
 
 By default every command works in process on the embedded store the
 configuration names; with ``--server URL`` (or ``COGITO_SERVER``) it goes
@@ -7,6 +7,7 @@ through a running service's HTTP API instead.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,13 +164,33 @@ def recall(
         str | None, typer.Option(help="Only memories created at/after this ISO date.")
     ] = None,
     raw: Raw = False,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print stage 1 at once, then the final order.")
+    ] = False,
 ) -> None:
     """Two-stage recall: RecallB, then the integer-pointer filter model."""
     body: dict[str, Any] = {"text": _check_text(query, "query"), "limit": limit}
     if since:
         body["since"] = _check_since(since)
     with _client(ctx) as client:
-        _print_hits(client.call("POST", "/recall", body), raw, f"recall: {query}")
+        if not stream:
+            _print_hits(client.call("POST", "/recall", body), raw, f"recall: {query}")
+            return
+        for name, data in client.events("/recall/stream", body):
+            _print_event(name, data, raw, query)
+
+
+def _print_event(name: str, data: Any, raw: bool, query: str) -> None:
+    if raw:
+        out.print_json(data={"event": name, "data": data})
+    elif name == "candidates":
+        stage1 = {"memories": data.get("memories", []), "method": data.get("recall_method")}
+        _print_hits(stage1, raw, f"stage 1: {query}")
+    elif name == "result":
+        _print_hits(data, raw, f"recall: {query}")
+    if name == "error":
+        msg = f"{data.get('status')} from the server: {data.get('detail')}"
+        raise CliError(msg)
 
 
 @app.command("recall-b")
@@ -227,6 +248,60 @@ def add(
     out.print(f"stored {answer['count']} memories  [dim]method: {answer['method']}[/dim]")
     for memory in answer.get("memories", []):
         out.print(f"  - {_shorten(memory)}")
+
+
+def _json(text: str, path: Path, line: int | None = None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {line if line is not None else exc.lineno}"
+        msg = f"{path} is not valid JSON ({where}: {exc.msg}); give a JSON list or JSONL"
+        raise CliError(msg, EXIT_USAGE) from None
+
+
+def _transcript(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"cannot read {path}: {exc}"
+        raise CliError(msg, EXIT_USAGE) from None
+    if path.suffix == ".jsonl":
+        lines = enumerate(text.splitlines(), start=1)
+        return [_json(line, path, number) for number, line in lines if line.strip()]
+    data = _json(text, path)
+    messages = data.get("messages") if isinstance(data, dict) else data
+    if not isinstance(messages, list):
+        msg = f"{path} must hold a list of messages or an object with 'messages'"
+        raise CliError(msg, EXIT_USAGE)
+    return messages
+
+
+@app.command()
+def flush(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="Messages: a JSON list, or JSONL.")],
+    session: Annotated[
+        str | None, typer.Option(help="Session id (default: the file name).")
+    ] = None,
+    window: Annotated[int, typer.Option(min=1, max=100, help="Messages per window.")] = 8,
+    raw: Raw = False,
+) -> None:
+    """End of a session: store the conversation's facts that memory does not hold yet."""
+    body = {
+        "messages": _transcript(file),
+        "session_id": check_utf8(session or file.stem, "--session"),
+        "window_size": window,
+    }
+    with _client(ctx) as client:
+        answer = client.call("POST", "/flush", body)
+    if raw:
+        out.print_json(data=answer)
+        return
+    skipped = answer["skipped_same_id"] + answer["skipped_near_duplicate"]
+    out.print(
+        f"stored {answer['count']} memories from {answer['windows']} windows; "
+        f"skipped {skipped} already held; {answer['verbatim_windows']} windows verbatim"
+    )
 
 
 @app.command()
@@ -343,6 +418,32 @@ def serve(
         run(settings)
     except ConfigError as exc:  # the database of database_url cannot be used
         raise CliError(str(exc), EXIT_ERROR) from None
+
+
+@app.command("mcp")
+def mcp_stdio(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option(help="JSON config file.")] = None,
+) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (for an MCP host); --user picks the scope."""
+    options = _options(ctx)
+    if options.server:
+        msg = "mcp serves the embedded store in process; drop --server (the service has /mcp)"
+        raise CliError(msg, EXIT_USAGE)
+    try:
+        from cogito_lc.service.mcp_server import run_stdio
+    except ImportError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    from cogito_lc.service.server import memory_service
+
+    if config is not None:
+        options.config = config
+    settings = _settings(options)
+    run_stdio(
+        memory_service(settings),
+        max_text_chars=settings.max_text_chars,
+        max_query_chars=settings.max_query_chars,
+    )
 
 
 @prompts_app.command("list")

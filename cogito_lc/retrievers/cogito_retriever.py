@@ -51,6 +51,7 @@ from cogito_lc.prompts.registry import PromptLike, PromptRegistry
 from cogito_lc.retrievers.recall_b import RecallB
 
 __all__ = [
+    "CANDIDATES_EVENT",
     "CREATED_AT_KEY",
     "RETRIEVAL_EVENT",
     "ROUTED_KEYWORDS",
@@ -59,6 +60,15 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+CANDIDATES_EVENT = "cogito_lc.candidates"
+"""Name of the custom event dispatched when stage 1 is ready, before the model is called.
+
+Its data is a dict with ``name``, ``recall_method`` (stage 1's tag), ``ids`` (the
+candidates' ids, best first, at most ``k``), ``documents`` (those candidates) and
+``pool`` (how many stage 1 found). A client can show stage 1 at once and the
+final order when :data:`RETRIEVAL_EVENT` arrives (``astream_events``).
+"""
 
 RETRIEVAL_EVENT = "cogito_lc.retrieval"
 """Name of the custom event dispatched at the end of every :class:`CogitoRetriever` run.
@@ -284,6 +294,11 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
             call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size
         )
         pool = self._pool(call, found)
+        dispatch_custom_event(
+            CANDIDATES_EVENT,
+            self._candidates(call, pool),
+            config={"callbacks": run_manager.get_child()},
+        )
         skip = self._skip_reason(call.query, pool.eligible)
         if skip is not None:
             docs, filter_method = pool.eligible[: call.k], skip
@@ -306,6 +321,11 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
             call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size
         )
         pool = self._pool(call, found)
+        await adispatch_custom_event(
+            CANDIDATES_EVENT,
+            self._candidates(call, pool),
+            config={"callbacks": run_manager.get_child()},
+        )
         skip = self._skip_reason(call.query, pool.eligible)
         if skip is not None:
             docs, filter_method = pool.eligible[: call.k], skip
@@ -326,6 +346,16 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
         recall_method = _recall_method(found) or self.recall_b.decompose(call.query).method
         eligible = found if call.since is None else _since(found, call.since)
         return _Pool(found, eligible, recall_method)
+
+    def _candidates(self, call: _Call, pool: _Pool) -> dict[str, Any]:
+        top = pool.eligible[: call.k]
+        return {
+            "name": self.get_name(),
+            "recall_method": pool.recall_method,
+            "ids": [doc.id for doc in top],
+            "documents": top,
+            "pool": len(pool.documents),
+        }
 
     def _skip_reason(self, query: str, pool: Sequence[Document]) -> str | None:
         if not pool:

@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.filters import equality_clauses
 from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score, rarest_terms
 from cogito_lc.retrievers._where_sql import where_sql
 from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
 
@@ -27,10 +28,15 @@ logger = logging.getLogger(__name__)
 # Values always go in as parameters; the SQL text formats in only "?" placeholders, the
 # index's own column names (checked identifiers) and conditions built the same way
 # (``where_sql``): hence the S608 exemptions below.
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+_TERM_COUNT = "(CASE WHEN {0} = '' THEN 0 ELSE length({0}) - length(replace({0}, ' ', '')) + 1 END)"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLAIN_KEY = re.compile(r'^[^"\\]*$')
 _BATCH = 500
+POSTING_BUDGET = 10_000
+"""Postings a search reads before it takes its candidates from the rarest terms only."""
+CANDIDATES = 200
+"""How many candidates, at least, a search over the rarest terms scores with every term."""
 
 
 class SqliteLexicalIndex:
@@ -44,6 +50,14 @@ class SqliteLexicalIndex:
     with their own SQL indexes; other metadata is filtered with ``json_extract``.
     The database runs in WAL mode with a busy timeout, so several processes on
     one machine can read and write the same file.
+
+    A query's cost is bounded: when its terms hold more than ``posting_budget``
+    postings in all, the candidates come from the rarest terms that fit the
+    budget (the best ``max(CANDIDATES, 20 * k)`` of them) and are then scored
+    with every query term, to the number ``bm25()`` gives. Results are exact
+    below the budget; above it a document that holds none of the rare terms is
+    not considered (``benchmarks/scale.py`` reports how much of the exact top
+    10 a bounded search keeps).
 
     A file that is not a readable index (corrupt, another format) is moved aside
     with an error logged and a fresh index is started; :attr:`rebuild_reason` then
@@ -71,7 +85,12 @@ class SqliteLexicalIndex:
     """
 
     def __init__(
-        self, path: str | Path, *, columns: Sequence[str] = SCOPE_KEYS, timeout: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        columns: Sequence[str] = SCOPE_KEYS,
+        timeout: float = 30.0,
+        posting_budget: int = POSTING_BUDGET,
     ) -> None:
         bad = [c for c in columns if not _IDENTIFIER.match(c)]
         if bad:
@@ -80,6 +99,7 @@ class SqliteLexicalIndex:
         self.path = Path(path)
         self.columns = tuple(columns)
         self.timeout = timeout
+        self.posting_budget = posting_budget
         self.rebuild_reason: str | None = None
         """Why the index must be filled from the vector store (``"missing"``: no file was
         there; ``"unreadable"``: the file was moved aside), or None."""
@@ -110,6 +130,9 @@ class SqliteLexicalIndex:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._create(conn)
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, row)"
+            )
             conn.execute("SELECT count(*) FROM docs").fetchone()
             conn.execute("SELECT rowid FROM fts WHERE fts MATCH '\"x\"' LIMIT 1").fetchall()
         except sqlite3.DatabaseError:
@@ -138,6 +161,7 @@ class SqliteLexicalIndex:
                 "INSERT OR IGNORE INTO meta VALUES ('version', ?), ('columns', ?)",
                 (_SCHEMA_VERSION, json.dumps(self.columns)),
             )
+            _create_stats(conn)
             self._check_meta(conn)
             conn.execute("COMMIT")
         except BaseException:
@@ -148,6 +172,9 @@ class SqliteLexicalIndex:
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         """Raise ``DatabaseError`` for a file written with another schema or other columns."""
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("version") == "1":
+            _upgrade_from_1(conn)
+            meta["version"] = _SCHEMA_VERSION
         expected = {"version": _SCHEMA_VERSION, "columns": json.dumps(self.columns)}
         if {key: meta.get(key) for key in expected} != expected:
             msg = f"lexical index was written with {meta}, expected {expected}"
@@ -273,38 +300,80 @@ class SqliteLexicalIndex:
         self, query: str, k: int, where: Mapping[str, Any] | None = None
     ) -> list[LexicalHit]:
         """The ``k`` best documents for ``query`` matching ``where``, best first."""
-        match = _match_expression(query)
-        if match is None:
+        terms = list(dict.fromkeys(lexical_terms(query)))
+        if not terms:
             return []
         condition, params = self._where(where)
-        sql = (
-            "SELECT d.id, d.text, d.metadata, -bm25(fts) FROM fts "  # noqa: S608
-            "JOIN docs d ON d.rowid = fts.rowid "
-            f"WHERE fts MATCH ? AND {condition} ORDER BY bm25(fts) LIMIT ?"
-        )
         with self._lock:
-            rows = self._conn.execute(sql, [match, *params, k]).fetchall()
-        return [
-            (Document(page_content=text, metadata=json.loads(meta), id=doc_id), float(score))
-            for doc_id, text, meta, score in rows
+            stats = self._stats(terms)
+            held = [term for term in terms if stats.document_frequency.get(term)]
+            if not held:
+                return []
+            if sum(stats.document_frequency.values()) <= self.posting_budget:
+                rows = self._ranked(held, condition, params, k)
+                return [_hit(doc_id, text, meta, score) for doc_id, text, meta, _, score in rows]
+            rare = rarest_terms(stats.document_frequency, self.posting_budget)
+            rows = self._ranked(rare, condition, params, max(CANDIDATES, 20 * k))
+        scored = [
+            (bm25_score(held, doc_terms, stats), doc_id, text, meta)
+            for doc_id, text, meta, doc_terms, _ in rows
         ]
+        scored.sort(key=lambda row: -row[0])
+        return [_hit(doc_id, text, meta, score) for score, doc_id, text, meta in scored[:k]]
+
+    def _ranked(
+        self, terms: Sequence[str], condition: str, params: list[Any], limit: int
+    ) -> list[tuple[str, str, str, str, float]]:
+        """The ``limit`` best rows for ``terms`` by ``bm25()``: id, text, metadata, terms, score.
+
+        Ranks on row ids alone and reads the columns of the winners only: a sort
+        that carries every matching row's text costs more than the ranking.
+        """
+        if condition == "1":
+            sql = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+        else:
+            sql = (
+                "SELECT d.rowid, -bm25(fts) FROM fts JOIN docs d ON d.rowid = fts.rowid "  # noqa: S608
+                f"WHERE fts MATCH ? AND {condition} ORDER BY bm25(fts) LIMIT ?"
+            )
+        ranked = self._conn.execute(sql, [_match_expression(terms), *params, limit]).fetchall()
+        if not ranked:
+            return []
+        marks = ", ".join("?" * len(ranked))
+        columns = {
+            row[0]: row[1:]
+            for row in self._conn.execute(
+                f"SELECT rowid, id, text, metadata, terms FROM docs WHERE rowid IN ({marks})",  # noqa: S608
+                [rowid for rowid, _ in ranked],
+            )
+        }
+        return [(*columns[rowid], score) for rowid, score in ranked if rowid in columns]
+
+    def _stats(self, terms: Sequence[str]) -> CorpusStats:
+        rows, tokens = self._conn.execute("SELECT rows, tokens FROM stats").fetchone()
+        marks = ", ".join("?" * len(terms))
+        frequency = self._conn.execute(
+            f"SELECT term, doc FROM temp.fts_vocab WHERE term IN ({marks})",  # noqa: S608
+            list(terms),
+        ).fetchall()
+        return CorpusStats(rows=rows, tokens=tokens, document_frequency=dict(frequency))
 
     def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
         """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
         found = dict.fromkeys(ids, 0.0)
-        match = _match_expression(query)
-        if match is None or not found:
+        terms = list(dict.fromkeys(lexical_terms(query)))
+        if not terms or not found:
             return found
         keys = list(found)
         with self._lock:
+            stats = self._stats(terms)
             for start in range(0, len(keys), _BATCH):
                 chunk = keys[start : start + _BATCH]
                 rows = self._conn.execute(
-                    "SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.rowid = fts.rowid "  # noqa: S608
-                    f"WHERE fts MATCH ? AND d.id IN ({', '.join('?' * len(chunk))})",
-                    [match, *chunk],
+                    f"SELECT id, terms FROM docs WHERE id IN ({', '.join('?' * len(chunk))})",  # noqa: S608
+                    chunk,
                 ).fetchall()
-                found.update({doc_id: float(score) for doc_id, score in rows})
+                found.update({doc_id: bm25_score(terms, held, stats) for doc_id, held in rows})
         return found
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
@@ -395,9 +464,38 @@ def _column_value(value: Any) -> Any:
     return value if isinstance(value, (str, int, float)) else None
 
 
-def _match_expression(query: str) -> str | None:
-    """``query``'s terms as an FTS5 expression: each quoted as a string, joined by OR."""
-    terms = list(dict.fromkeys(lexical_terms(query)))
-    if not terms:
-        return None
+def _match_expression(terms: Sequence[str]) -> str:
+    """Terms as an FTS5 expression: each quoted as a string, joined by OR."""
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _hit(doc_id: str, text: str, metadata: str, score: float) -> LexicalHit:
+    return Document(page_content=text, metadata=json.loads(metadata), id=doc_id), float(score)
+
+
+def _create_stats(conn: sqlite3.Connection) -> None:
+    """The corpus totals BM25 needs, kept current by triggers on ``docs``."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS stats (id INTEGER PRIMARY KEY CHECK (id = 1), "
+        "rows INTEGER NOT NULL, tokens INTEGER NOT NULL)"
+    )
+    conn.execute("INSERT OR IGNORE INTO stats VALUES (1, 0, 0)")
+    added, removed = _TERM_COUNT.format("NEW.terms"), _TERM_COUNT.format("OLD.terms")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS docs_counted AFTER INSERT ON docs BEGIN "  # noqa: S608
+        f"UPDATE stats SET rows = rows + 1, tokens = tokens + {added}; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS docs_uncounted AFTER DELETE ON docs BEGIN "  # noqa: S608
+        f"UPDATE stats SET rows = rows - 1, tokens = tokens - {removed}; END"
+    )
+
+
+def _upgrade_from_1(conn: sqlite3.Connection) -> None:
+    """Count the totals of an index written before they were kept."""
+    conn.execute(
+        "UPDATE stats SET rows = (SELECT count(*) FROM docs), "  # noqa: S608
+        f"tokens = (SELECT coalesce(sum({_TERM_COUNT.format('terms')}), 0) FROM docs)"
+    )
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (_SCHEMA_VERSION,))
+    logger.info("lexical index upgraded to schema version %s", _SCHEMA_VERSION)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._core.filters import equality_predicate
 from cogito_lc._core.postgres import PostgresAdapter
 from cogito_lc._core.stores import ChromaAdapter, InMemoryAdapter, StoreAdapter, adapter_for
 from cogito_lc.retrievers._lexical import Bm25LexicalIndex
@@ -122,6 +123,13 @@ class LexicalSync:
         (a function of the Document for an ``InMemoryVectorStore``).
         """
         self.ensure_current()
+        predicate = equality_predicate(where)
+        mirrors = getattr(self.index, "mirrors_store", False)  # SQL filters cost nothing more
+        if predicate is not None and not mirrors and self.covers_all(where):
+            # Every document matched the scope at the last check: search unfiltered
+            # (cheaper) and check the scope here, so a later write elsewhere never leaks.
+            hits = self._guarded(lambda: self.index.search(query, k, None))
+            return [hit for hit in hits if predicate(hit[0].metadata)]
         return self._guarded(lambda: self.index.search(query, k, where))
 
     def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:

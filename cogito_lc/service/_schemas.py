@@ -48,6 +48,8 @@ __all__ = [
     "DeleteResponse",
     "ErrorResponse",
     "FieldError",
+    "FlushBody",
+    "FlushResponse",
     "HealthResponse",
     "MemoryHit",
     "MemoryList",
@@ -59,6 +61,7 @@ __all__ = [
     "RequestModels",
     "ScopedBody",
     "SearchBody",
+    "SessionMessage",
     "SnapshotBuildRequest",
     "SnapshotBuildResponse",
     "SnapshotResponse",
@@ -68,6 +71,7 @@ __all__ = [
     "check_metadata",
     "finite",
     "request_models",
+    "text_field",
 ]
 
 LIMIT_MAX = 200
@@ -267,6 +271,39 @@ class CalibrateRequest(ScopedBody):
     dry_run: StrictBool = Field(default=False, description="Return the map without saving it.")
 
 
+ROLE_PATTERN = r"^[a-z][a-z_]*$"
+FLUSH_MAX_MESSAGES = 1000
+
+
+class SessionMessage(_Request):
+    """One message of a conversation."""
+
+    role: StrictStr = Field(
+        pattern=ROLE_PATTERN,
+        max_length=32,
+        description="Who spoke: user, assistant, system, tool...",
+    )
+    content: StrictStr = Field(max_length=100_000, description="What was said.")
+
+
+class FlushBody(ScopedBody):
+    """End-of-session flush: store what a conversation taught that memory does not hold."""
+
+    messages: list[SessionMessage] = Field(
+        min_length=1,
+        max_length=FLUSH_MAX_MESSAGES,
+        description=f"The conversation, oldest first (at most {FLUSH_MAX_MESSAGES} messages).",
+    )
+    session_id: StrictStr = Field(
+        pattern=ID_PATTERN,
+        max_length=ID_MAX_CHARS,
+        description="Names the session in each memory's source metadata (session:<id>).",
+    )
+    window_size: Annotated[int, Field(strict=True, ge=1, le=100), BeforeValidator(_integral)] = (
+        Field(default=8, description="Messages per extraction window.")
+    )
+
+
 @dataclass(frozen=True)
 class RequestModels:
     """The request classes of one app, whose ``text`` fields carry its limits."""
@@ -278,7 +315,8 @@ class RequestModels:
     add: type[AddBody]
 
 
-def _text_field(max_chars: int, what: str) -> Any:
+def text_field(max_chars: int, what: str) -> Any:
+    """A ``text`` field: non-blank, at most ``max_chars`` characters, described as ``what``."""
     return Field(
         min_length=1,
         max_length=max_chars,
@@ -302,27 +340,27 @@ def request_models(max_text_chars: int, max_query_chars: int) -> RequestModels:
     class QueryRequest(SearchBody):
         """Plain vector search (no LLM)."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class RecallBRequest(SearchBody):
         """Zero-LLM recall (RecallB)."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class RecallRequest(RecallBody):
         """Two-stage recall: RecallB, then the integer-pointer filter."""
 
-        text: StrictStr = _text_field(max_query_chars, "The query")
+        text: StrictStr = text_field(max_query_chars, "The query")
 
     class StoreRequest(StoreBody):
         """Write one memory verbatim."""
 
-        text: StrictStr = _text_field(max_text_chars, "The memory text")
+        text: StrictStr = text_field(max_text_chars, "The memory text")
 
     class AddRequest(AddBody):
         """Extract facts from text and store each (the text verbatim if extraction fails)."""
 
-        text: StrictStr = _text_field(max_text_chars, "The text to extract facts from")
+        text: StrictStr = text_field(max_text_chars, "The text to extract facts from")
 
     return RequestModels(QueryRequest, RecallBRequest, RecallRequest, StoreRequest, AddRequest)
 
@@ -446,6 +484,19 @@ class CalibrateResponse(BaseModel):
     path: str | None
     saved: bool
     dropped: list[str]
+
+
+class FlushResponse(BaseModel):
+    """What ``/flush`` stored and what it left out."""
+
+    windows: int
+    count: int
+    memories: list[str]
+    ids: list[str]
+    skipped_same_id: int
+    skipped_near_duplicate: int
+    verbatim_windows: int
+    methods: list[str]
 
 
 class ErrorResponse(BaseModel):

@@ -20,11 +20,12 @@ reach the store): it is logged with its traceback and answered 500 without detai
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 from fastapi import HTTPException
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
@@ -93,6 +94,29 @@ class _MethodCapture(BaseCallbackHandler):
     def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
         if name == self.event and isinstance(data, dict):
             self.data = data
+
+
+class _EventQueue(AsyncCallbackHandler):
+    """Keeps the data of the named custom events and wakes whoever waits for them."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.data: dict[str, dict[str, Any]] = {}
+        self.arrived = asyncio.Event()
+
+    async def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name in self.names and isinstance(data, dict):
+            self.data[name] = data
+            self.arrived.set()
+
+    async def first(self, name: str, task: asyncio.Future[Any]) -> dict[str, Any] | None:
+        """The event's data once it arrives, or None if ``task`` ends first."""
+        while name not in self.data and not task.done():
+            waiter = asyncio.ensure_future(self.arrived.wait())
+            await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            self.arrived.clear()
+        return self.data.get(name)
 
 
 def _is_upstream_failure(exc: BaseException) -> bool:
@@ -299,6 +323,58 @@ class MemoryService:
         recall_method = capture.data.get("recall_method")
         return self._hits(docs, threshold), str(method), recall_method
 
+    async def recall_stream(
+        self,
+        view: ScopeView,
+        text: str,
+        limit: int | None,
+        threshold: float | None,
+        since: str | None,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Two-stage recall as it happens: ``("candidates", ...)`` then ``("result", ...)``.
+
+        Stage 1 (RecallB's order, as ``/recall_b`` would answer) comes as soon as it is
+        ready; the result (as ``/recall`` answers) when the filter has chosen. A failure
+        comes as ``("error", {"status", "detail"})``. Closing the iterator (a client that
+        went away) cancels the model call.
+        """
+        from cogito_lc.retrievers.cogito_retriever import CANDIDATES_EVENT, RETRIEVAL_EVENT
+
+        retriever = self._retriever(view, "recall")
+        events = _EventQueue({CANDIDATES_EVENT, RETRIEVAL_EVENT})
+        kwargs: dict[str, Any] = {"k": limit or self.options.recall_limit}
+        if since is not None:
+            kwargs["since"] = since
+        task = asyncio.ensure_future(retriever.ainvoke(text, {"callbacks": [events]}, **kwargs))
+        try:
+            candidates = await events.first(CANDIDATES_EVENT, task)
+            if candidates is not None:
+                hits = self._hits(candidates.get("documents", []), threshold)
+                method = candidates.get("recall_method")
+                yield "candidates", {"memories": hits, "recall_method": method}
+            try:
+                docs = await task
+            except Exception as exc:
+                error = http_error_for(exc)
+                if error is None:
+                    logger.exception("streamed recall failed")
+                    error = HTTPException(500, "internal server error")
+                yield "error", {"status": error.status_code, "detail": error.detail}
+                return
+            final = events.data.get(RETRIEVAL_EVENT, {})
+            yield (
+                "result",
+                {
+                    "memories": self._hits(docs, threshold),
+                    "method": final.get("filter_method")
+                    or _tag(docs, "filter_method")
+                    or "unknown",
+                    "recall_method": final.get("recall_method"),
+                },
+            )
+        finally:
+            task.cancel()
+
     def _hits(self, docs: Sequence[Document], threshold: float | None) -> list[MemoryHit]:
         floor = threshold if threshold is not None else self.options.recall_threshold
         hits = []
@@ -358,6 +434,14 @@ class MemoryService:
     def add(self, view: ScopeView, text: str, context_hints: Sequence[str]) -> AddResult:
         """Extract facts and store them (MemoryStore semantics: nothing is lost)."""
         return view.memory.add(text, context_hints=context_hints)
+
+    def flush(
+        self, view: ScopeView, messages: Sequence[Any], session_id: str, window_size: int
+    ) -> Any:
+        """Store what a conversation taught that the scope does not hold (see flush_session)."""
+        from cogito_lc.memory.flush import flush_session
+
+        return flush_session(view.memory, messages, session_id=session_id, window_size=window_size)
 
     def delete(self, view: ScopeView, memory_id: str) -> None:
         """Delete a memory of the scope.

@@ -8,10 +8,14 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /recall_b`` ``{"text", "limit"}``: RecallB, ``{"memories", "method"}``.
 - ``POST /recall`` ``{"text", "limit", "since"?}``: RecallB then the pointer filter;
   ``method`` is ``filter`` or a ``fallback_*``/``skipped_*`` tag.
+- ``POST /recall/stream``: the same as server-sent events, stage 1 first.
 - ``POST /store`` ``{"text", "id"?, "metadata"?}`` -> ``{"id", "text"}``.
 - ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
+- ``POST /flush`` ``{"messages", "session_id", "window_size"?}``: end-of-session flush.
 - ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
 - ``POST /snapshot/build``, ``POST /calibrate``.
+- ``/mcp``: the same operations as MCP tools (streamable HTTP; the ``mcp`` extra),
+  see :mod:`cogito_lc.service.mcp_server`.
 
 Every request acts in one scope: the configured ``user_id``, or, when
 ``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
@@ -49,16 +53,20 @@ Example:
 
 import argparse
 import inspect
+import json
 import logging
 import math
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from cogito_lc import __version__
@@ -83,6 +91,8 @@ from cogito_lc.service._schemas import (
     CalibrateResponse,
     DeleteResponse,
     ErrorResponse,
+    FlushBody,
+    FlushResponse,
     HealthResponse,
     MemoryList,
     MemoryRecord,
@@ -105,7 +115,7 @@ from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
 from cogito_lc.service.config import CogitoSettings, ConfigError, is_loopback, load_settings
 from cogito_lc.service.models import chat_model_from_settings, memory_from_settings
 
-__all__ = ["check_bind", "create_app", "main", "serve"]
+__all__ = ["check_bind", "create_app", "main", "memory_service", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +135,11 @@ _SCOPE_HEADER_TWICE = (
 _SCOPE_HEADER_HELP = (
     "Scope (user_id) of this request, sent at most once (two are a 400). Behind a "
     "gateway, the gateway sets it and replaces any the client sent."
+)
+_STREAM_HELP = (
+    "Server-sent events: `candidates` (`memories`, `recall_method`: stage 1, RecallB's "
+    "order) as soon as it is ready, then `result` (the body of `/recall`), or `error` "
+    "(`status`, `detail`). A client that disconnects cancels the model call."
 )
 _DESCRIPTIONS = {
     400: "Malformed request body, or X-Cogito-User sent more than once",
@@ -218,6 +233,12 @@ class _Scopes:
         return self.service.view(body_user or header_user)
 
 
+async def _server_sent(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> AsyncIterator[str]:
+    async for name, data in events:
+        payload = json.dumps(jsonable_encoder(data), ensure_ascii=False)
+        yield f"event: {name}\ndata: {payload}\n\n"
+
+
 def _record(doc: Any) -> MemoryRecord:
     metadata = {
         key: value
@@ -265,6 +286,26 @@ def _search_routes(
         )
         return RecallResponse(memories=hits, method=method, recall_method=recall_method)
 
+    @router.post(
+        "/recall/stream",
+        response_class=StreamingResponse,
+        responses={
+            **_responses(403, auth=auth),
+            200: {"content": {"text/event-stream": {}}, "description": _STREAM_HELP},
+        },
+    )
+    async def recall_stream(
+        body: Annotated[RecallBody, json_body(models.recall)], header_user: user
+    ) -> StreamingResponse:
+        """Two-stage recall as server-sent events: stage 1 at once, then the filtered result."""
+        view = scopes.view(header_user, body)
+        events = service.recall_stream(view, body.text, body.limit, body.threshold, body.since)
+        return StreamingResponse(
+            _server_sent(events),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
 
 def _write_routes(
     router: APIRouter, service: MemoryService, models: RequestModels, scopes: _Scopes, auth: bool
@@ -292,6 +333,27 @@ def _write_routes(
             memories=[doc.page_content for doc in result.memories],
             ids=[doc.id or "" for doc in result.memories],
             method=result.method,
+        )
+
+    @router.post("/flush", response_model=FlushResponse, responses=_responses(403, auth=auth))
+    async def flush(
+        body: Annotated[FlushBody, json_body(FlushBody)], header_user: user
+    ) -> FlushResponse:
+        """End of a session: extract facts per window, skip what memory holds, store the rest."""
+        view = scopes.view(header_user, body)
+        messages = [message.model_dump() for message in body.messages]
+        result = await service.write(
+            service.flush, view, messages, body.session_id, body.window_size
+        )
+        return FlushResponse(
+            windows=result.windows,
+            count=len(result.stored),
+            memories=[doc.page_content for doc in result.stored],
+            ids=[doc.id or "" for doc in result.stored],
+            skipped_same_id=result.skipped_same_id,
+            skipped_near_duplicate=result.skipped_near_duplicate,
+            verbatim_windows=result.verbatim_windows,
+            methods=result.methods,
         )
 
 
@@ -435,6 +497,17 @@ def _options(settings: CogitoSettings) -> ServiceOptions:
     )
 
 
+def memory_service(settings: CogitoSettings, memory: MemoryStore | None = None) -> MemoryService:
+    """The service behind the endpoints (and the MCP tools) for these settings.
+
+    Args:
+        settings: The settings (models, defaults, concurrency).
+        memory: The store to serve; by default one built from the settings.
+    """
+    memory = memory if memory is not None else memory_from_settings(settings)
+    return MemoryService(memory, _options(settings))
+
+
 def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -444,9 +517,32 @@ def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
                 await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
             except Exception as exc:  # requests report it as 502/503
                 logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
-        yield
+        mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
+        if mcp_endpoint is None:
+            yield
+            return
+        async with mcp_endpoint.running():
+            yield
 
     return lifespan
+
+
+def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -> Any:
+    """Serve the MCP tools at ``/mcp``; None without the ``mcp`` extra."""
+    try:
+        from cogito_lc.service.mcp_server import create_mcp_server, mount_mcp
+    except ImportError:
+        logger.info("the 'mcp' extra is not installed: no MCP endpoint at /mcp")
+        return None
+    factory = partial(
+        create_mcp_server,
+        service,
+        max_text_chars=settings.max_text_chars,
+        max_query_chars=settings.max_query_chars,
+        allow_request_scope=settings.allow_request_scope,
+        host=settings.host,
+    )
+    return mount_mcp(app, factory, allowed=settings.allow_request_scope)
 
 
 def create_app(
@@ -475,15 +571,14 @@ def create_app(
         ```
     """
     settings = settings or load_settings()
-    memory = memory if memory is not None else memory_from_settings(settings)
-    service = MemoryService(memory, _options(settings))
+    service = memory_service(settings, memory)
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     auth = token is not None
     app = FastAPI(
         title="cogito-lc memory service",
         version=__version__,
         summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
-        lifespan=_lifespan(memory),
+        lifespan=_lifespan(service.memory),
         docs_url=None if auth else "/docs",
         redoc_url=None,
     )
@@ -498,6 +593,7 @@ def create_app(
     health = _health_router(service)
     app.include_router(health)
     app.include_router(router)
+    app.state.mcp_endpoint = _mount_mcp(app, service, settings)  # run by the lifespan
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)

@@ -230,3 +230,47 @@ def test_server_path_goes_through_http(
     assert rejected.stderr.startswith("error: bad input: id")
     # The embedded store named by the configuration was never touched.
     assert not (tmp_path / "store").exists()
+
+
+def test_flush_a_jsonl_transcript_then_recall_streamed(env: dict[str, str], tmp_path: Path) -> None:
+    transcript = tmp_path / "standup-3.jsonl"
+    messages = [
+        {"role": "user", "content": "The billing database moved to PostgreSQL 16."},
+        {"role": "assistant", "content": "Noted, PostgreSQL 16 for billing."},
+        {"role": "user", "content": "Release freezes start every Friday at noon."},
+    ]
+    transcript.write_text("\n".join(json.dumps(m) for m in messages) + "\n", encoding="utf-8")
+
+    flushed = json.loads(
+        cli("flush", str(transcript), "--window", "2", "--raw", env=env, cwd=tmp_path).stdout
+    )
+    assert flushed["windows"] == 2
+    assert flushed["count"] == 2
+    assert flushed["methods"] == ["fallback_no_llm", "fallback_no_llm"]
+    again = json.loads(
+        cli("flush", str(transcript), "--window", "2", "--raw", env=env, cwd=tmp_path).stdout
+    )
+    assert again["count"] == 0
+    assert again["skipped_same_id"] == 2
+
+    streamed = cli(
+        "recall", "when do release freezes start", "--stream", "--raw", env=env, cwd=tmp_path
+    ).stdout
+    names = [
+        line.split('"')[3] for line in streamed.splitlines() if line.strip().startswith('"event"')
+    ]
+    assert names == ["candidates", "result"]
+    assert "user: Release freezes start every Friday at noon." in streamed
+
+
+def test_flush_names_the_bad_line_of_a_transcript(env: dict[str, str], tmp_path: Path) -> None:
+    transcript = tmp_path / "broken.jsonl"
+    transcript.write_text('{"role": "user", "content": "ok"}\n{"role": \n', encoding="utf-8")
+    done = cli("flush", str(transcript), env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert "line 2" in done.stderr
+    bad_role = tmp_path / "bad.json"
+    bad_role.write_text(json.dumps([{"role": "User!", "content": "x"}]), encoding="utf-8")
+    done = cli("flush", str(bad_role), env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert "messages.0.role" in done.stderr

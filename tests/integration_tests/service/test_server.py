@@ -292,7 +292,7 @@ def test_every_endpoint_but_health_requires_the_token(service: ServiceProcess) -
         for path, item in schema["paths"].items()
         for method in item
     ]
-    assert len(routes) == 12
+    assert len(routes) == 14
     wrong = [
         {},
         {"Authorization": "Bearer wrong-token"},
@@ -402,7 +402,7 @@ def test_generated_requests_find_no_server_error_or_schema_violation(
         f"{service.base_url}/openapi.json", headers=service.headers()
     )
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 12
+    assert len(operations) == 14
     unsatisfiable = [
         (operation.label, mode)
         for operation in operations

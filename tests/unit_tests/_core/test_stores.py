@@ -183,3 +183,20 @@ def test_a_zero_query_vector_scores_zero() -> None:
     matrix = np.asarray([[1.0, 0.0], [0.0, 2.0]], dtype=np.float32)
     assert cosine_scores(np.zeros(2, dtype=np.float32), matrix).tolist() == [0.0, 0.0]
     assert cosine_scores(np.asarray([1.0, 0.0], dtype=np.float32), matrix).tolist() == [1.0, 0.0]
+
+
+def test_near_duplicate_vectors_are_not_called_unsearchable(tmp_path: Path) -> None:
+    store = Chroma(
+        collection_name="near_duplicates",
+        embedding_function=HashEmbeddings(),
+        persist_directory=str(tmp_path),
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=64)
+    vectors = [(base + rng.normal(scale=1e-3, size=64)).tolist() for _ in range(400)]
+    ids = [f"n{i}" for i in range(len(vectors))]
+    store._collection.add(ids=ids, embeddings=vectors, documents=[f"note {i}" for i in ids])
+    adapter = adapter_for(store)
+    assert isinstance(adapter, ChromaAdapter)
+    assert adapter.unsearchable() == {}

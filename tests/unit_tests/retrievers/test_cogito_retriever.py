@@ -19,7 +19,11 @@ from pydantic import ValidationError
 from cogito_lc import METADATA_KEY, RecallB
 from cogito_lc._core.timestamps import parse_since, parse_timestamp
 from cogito_lc.document_compressors.pointer_filter import FILTER_EVENT, PointerFilter
-from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.retrievers.cogito_retriever import (
+    CANDIDATES_EVENT,
+    RETRIEVAL_EVENT,
+    CogitoRetriever,
+)
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 from tests.unit_tests.fakes import Recorder, ScriptedChatModel
 
@@ -412,3 +416,37 @@ def test_pointer_filter_default_has_no_model(filled_chroma: Chroma) -> None:
 
     assert isinstance(cogito.pointer_filter, PointerFilter)
     assert cogito.pointer_filter.llm is None
+
+
+async def test_astream_events_show_the_candidates_before_the_final_order(
+    filled_chroma: Chroma,
+) -> None:
+    query = "how long do auth tokens last"
+    llm = ScriptedChatModel(replies=["[3]"])
+    events = [
+        (event["name"], event["data"])
+        async for event in retriever(filled_chroma, llm, k=3).astream_events(query, version="v2")
+        if event["event"] == "on_custom_event"
+        and event["name"] in {CANDIDATES_EVENT, RETRIEVAL_EVENT}
+    ]
+
+    assert [name for name, _ in events] == [CANDIDATES_EVENT, RETRIEVAL_EVENT]
+    candidates, final = events[0][1], events[1][1]
+    stage1 = [d.id for d in RecallB(vectorstore=filled_chroma, k=50).invoke(query)][:3]
+    assert candidates["ids"] == stage1
+    assert [d.id for d in candidates["documents"]] == stage1
+    assert candidates["recall_method"] == final["recall_method"]
+    assert final["filter_method"] == "filter"
+
+
+def test_the_candidates_event_comes_before_the_retrieval_event(filled_chroma: Chroma) -> None:
+    recorder = Recorder()
+    llm = ScriptedChatModel(replies=["[1]"])
+
+    retriever(filled_chroma, llm, k=2).invoke("billing", {"callbacks": [recorder]})
+
+    (candidates,) = recorder.event_data(CANDIDATES_EVENT)
+    assert len(candidates["ids"]) == 2
+    names = [name for name, _, _ in recorder.events]
+    assert names.index(CANDIDATES_EVENT) < names.index(RETRIEVAL_EVENT)
+    assert candidates["pool"] >= 2

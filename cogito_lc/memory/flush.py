@@ -1,0 +1,266 @@
+"""End-of-session flush: what a conversation taught, stored once, nothing lost.
+
+:func:`flush_session` takes a conversation (LangChain messages, or the service's
+JSON ``{"role", "content"}`` objects), splits it into windows of
+``window_size`` messages, extracts facts from each window with the store's
+:class:`~cogito_lc.FactExtractor`, leaves out what memory already holds and
+stores the rest with ``source`` metadata naming the session.
+
+A fact is already held when a memory has its id (the same normalised text in
+the scope) or when its nearest memory's cosine similarity is at least
+``duplicate_threshold`` (:data:`DUPLICATE_COSINE` by default: paraphrases with
+the same content, not merely the same topic). When the model fails (or the store
+has no extractor) the window itself is stored verbatim, tagged
+``flush_method="fallback_verbatim"`` (or ``fallback_no_llm``): nothing handed in
+is lost. Only an explicit empty answer from the model stores nothing for a window.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableLambda
+
+from cogito_lc._core.validation import check_positive_int, check_unicode
+from cogito_lc.extraction.fact_extractor import FactExtractionInput
+from cogito_lc.memory.memory_store import MemoryStore, _is_explicit_empty_answer
+from cogito_lc.memory.scope import ScopeLike, as_scope, memory_id
+
+__all__ = [
+    "DUPLICATE_COSINE",
+    "FlushResult",
+    "flush_session",
+    "flush_session_runnable",
+    "session_turns",
+]
+
+logger = logging.getLogger(__name__)
+
+DUPLICATE_COSINE = 0.92
+"""Cosine similarity at or above which a fact counts as held already (a chosen default)."""
+
+WINDOW_SIZE = 8
+"""Messages per extraction window by default."""
+
+_ROLES = {"human": "user", "ai": "assistant"}
+
+
+@dataclass
+class FlushResult:
+    """What :func:`flush_session` did.
+
+    Attributes:
+        windows: How many windows the conversation was split into.
+        stored: The new memories, in order.
+        skipped_same_id: Facts left out because a memory has their id.
+        skipped_near_duplicate: Facts left out because a memory is at least
+            ``duplicate_threshold`` similar.
+        verbatim_windows: Windows stored verbatim because extraction gave nothing usable.
+        methods: Each window's method tag (``facts``, ``no_facts``,
+            ``fallback_verbatim``, ``fallback_no_llm``).
+    """
+
+    windows: int = 0
+    stored: list[Document] = field(default_factory=list)
+    skipped_same_id: int = 0
+    skipped_near_duplicate: int = 0
+    verbatim_windows: int = 0
+    methods: list[str] = field(default_factory=list)
+
+
+def _turn(index: int, message: Any) -> tuple[str, str]:
+    where = f"messages[{index}]"
+    role: Any
+    content: Any
+    if isinstance(message, BaseMessage):
+        role, content = _ROLES.get(message.type, message.type), str(message.text)
+    elif isinstance(message, Mapping):
+        role = message.get("role", message.get("type"))
+        content = message.get("content")
+        if not isinstance(role, str) or not role.strip():
+            msg = f"{where}.role must be a non-empty string such as 'user' or 'assistant'"
+            raise ValueError(msg)
+        role = _ROLES.get(role, role)
+    else:
+        msg = f"{where} must be a LangChain message or an object with 'role' and 'content'"
+        raise TypeError(msg)
+    if not isinstance(content, str):
+        msg = f"{where}.content must be a string, got {type(content).__name__}"
+        raise TypeError(msg)
+    return role, check_unicode(content, name=f"{where}.content")
+
+
+def session_turns(messages: Sequence[Any]) -> list[tuple[str, str]]:
+    """``(role, text)`` of each message that says something; errors name the message.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        from cogito_lc.memory.flush import session_turns
+
+        turns = session_turns([HumanMessage("Hi"), {"role": "assistant", "content": "Hello"}])
+        assert turns == [("user", "Hi"), ("assistant", "Hello")]
+        ```
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        msg = "messages must be a list of LangChain messages or of {'role', 'content'} objects"
+        raise TypeError(msg)
+    turns = [_turn(index, message) for index, message in enumerate(messages)]
+    return [(role, text) for role, text in turns if text.strip()]
+
+
+def _windows(turns: list[tuple[str, str]], size: int) -> list[str]:
+    return [
+        "\n".join(f"{role}: {text}" for role, text in turns[start : start + size])
+        for start in range(0, len(turns), size)
+    ]
+
+
+class _Flush:
+    def __init__(
+        self, memory: MemoryStore, scope: ScopeLike, threshold: float, metadata: dict[str, Any]
+    ) -> None:
+        self.memory = memory
+        self.scope = as_scope(scope, memory.scope)
+        self.threshold = threshold
+        self.metadata = metadata
+        self.result = FlushResult()
+
+    def candidates(self, window: str, max_facts: int) -> tuple[list[str], str]:
+        extractor = self.memory.extractor
+        if extractor is None:
+            return [window], "fallback_no_llm"
+        answer = extractor.invoke_with_result(FactExtractionInput(text=window, max_facts=max_facts))
+        facts = [fact.content for fact in answer.value or []]
+        if facts:
+            return facts, "facts"
+        if _is_explicit_empty_answer(answer):
+            return [], "no_facts"
+        logger.warning("fact extraction gave nothing usable; storing the window verbatim")
+        return [window], "fallback_verbatim"
+
+    def held(self, text: str) -> bool:
+        if self.memory.get(memory_id(text, self.scope), scope=self.scope) is not None:
+            self.result.skipped_same_id += 1
+            return True
+        near = self.memory.search(text, k=1, threshold=self.threshold, scope=self.scope)
+        if near:
+            self.result.skipped_near_duplicate += 1
+            return True
+        return False
+
+    def window(self, number: int, window: str, max_facts: int) -> None:
+        texts, method = self.candidates(window, max_facts)
+        self.result.methods.append(method)
+        if method.startswith("fallback"):
+            self.result.verbatim_windows += 1
+        metadata = {**self.metadata, "session_window": number, "flush_method": method}
+        docs = [
+            Document(page_content=text, metadata=dict(metadata))
+            for text in dict.fromkeys(texts)
+            if not self.held(text)
+        ]
+        if docs:
+            ids = self.memory.store_many(docs, scope=self.scope)
+            for doc, doc_id in zip(docs, ids, strict=True):
+                doc.id = doc_id
+            self.result.stored.extend(docs)
+
+
+def flush_session(
+    memory: MemoryStore,
+    messages: Sequence[Any],
+    *,
+    session_id: str,
+    window_size: int = WINDOW_SIZE,
+    duplicate_threshold: float = DUPLICATE_COSINE,
+    max_facts: int = 7,
+    scope: ScopeLike = None,
+) -> FlushResult:
+    """Store what a conversation taught that memory does not hold yet.
+
+    Args:
+        memory: The store (its ``extractor`` extracts the facts; without one,
+            windows are stored verbatim).
+        messages: LangChain messages, or ``{"role", "content"}`` objects.
+        session_id: Names the session in each memory's ``source``
+            (``session:<session_id>``) and ``session_id`` metadata.
+        window_size: Messages per extraction window.
+        duplicate_threshold: Cosine similarity at or above which a fact is held already.
+        max_facts: Most facts extracted per window.
+        scope: The scope to write to instead of the store's.
+
+    Returns:
+        The counts and the new memories.
+
+    Raises:
+        TypeError: If a message is neither a LangChain message nor a role/content object.
+        ValueError: If a message, ``session_id`` or a number is invalid (the message names it).
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import MemoryStore
+        from cogito_lc.memory.flush import flush_session
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        chat = [HumanMessage("Our deploys freeze on Fridays."), AIMessage("Noted.")]
+        result = flush_session(memory, chat, session_id="s1")  # no extractor: verbatim
+        assert result.windows == 1 and result.methods == ["fallback_no_llm"]
+        assert result.stored[0].metadata["source"] == "session:s1"
+        again = flush_session(memory, chat, session_id="s1")
+        assert again.stored == [] and again.skipped_same_id == 1
+        ```
+    """
+    check_positive_int(window_size, name="window_size")
+    check_positive_int(max_facts, name="max_facts")
+    if not isinstance(session_id, str) or not session_id.strip():
+        msg = "session_id must be a non-empty string naming the session"
+        raise ValueError(msg)
+    turns = session_turns(messages)
+    metadata = {"source": f"session:{session_id}", "session_id": session_id}
+    flush = _Flush(memory, scope, duplicate_threshold, metadata)
+    windows = _windows(turns, window_size)
+    flush.result.windows = len(windows)
+    for number, window in enumerate(windows):
+        flush.window(number, window, max_facts)
+    return flush.result
+
+
+def flush_session_runnable(memory: MemoryStore, **options: Any) -> Runnable[Any, FlushResult]:
+    """:func:`flush_session` as a Runnable of ``{"messages", "session_id"}``.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc import MemoryStore
+        from cogito_lc.memory.flush import flush_session_runnable
+
+        memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        flush = flush_session_runnable(memory, window_size=4)
+        messages = [{"role": "user", "content": "Staging runs on eu-west-1."}]
+        result = flush.invoke({"messages": messages, "session_id": "s2"})
+        assert [doc.page_content for doc in result.stored] == ["user: Staging runs on eu-west-1."]
+        ```
+    """
+
+    def run(payload: Mapping[str, Any]) -> FlushResult:
+        if not isinstance(payload, Mapping) or "messages" not in payload:
+            msg = "the input must be a mapping with 'messages' and 'session_id'"
+            raise TypeError(msg)
+        return flush_session(
+            memory, payload["messages"], session_id=payload.get("session_id", ""), **options
+        )
+
+    return RunnableLambda(run, name="flush_session")

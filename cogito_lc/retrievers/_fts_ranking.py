@@ -1,0 +1,92 @@
+"""BM25 as SQLite FTS5's ``bm25()`` computes it, for scoring a few documents in Python.
+
+FTS5 scores every row that matches any query term before it can sort, so a
+query made of common words costs as much as their posting lists are long. The
+index bounds that cost: past a budget of postings it takes its candidates from
+the rarest terms and scores them here, with every query term, to the same
+number ``bm25()`` would give (same formula, same corpus statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["CorpusStats", "bm25_score", "rarest_terms"]
+
+_K1 = 1.2
+_B = 0.75
+_MIN_IDF = 1e-6
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What BM25 needs to know about the corpus and the query's terms."""
+
+    rows: int
+    """How many documents the index holds."""
+    tokens: int
+    """How many terms they hold in all."""
+    document_frequency: Mapping[str, int]
+    """For each query term, how many documents hold it."""
+
+    def idf(self, term: str) -> float:
+        """FTS5's inverse document frequency of ``term`` (never below 1e-6)."""
+        held = self.document_frequency.get(term, 0)
+        value = math.log((self.rows - held + 0.5) / (held + 0.5))
+        return max(value, _MIN_IDF)
+
+
+def bm25_score(terms: Sequence[str], document_terms: str, stats: CorpusStats) -> float:
+    """The BM25 score of a document for ``terms`` (higher is better; 0.0: no term held).
+
+    Args:
+        terms: The query's distinct terms.
+        document_terms: The document's terms, separated by single spaces, as indexed.
+        stats: The corpus statistics.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score
+
+        stats = CorpusStats(rows=3, tokens=6, document_frequency={"port": 1, "billing": 2})
+        assert bm25_score(["port"], "billing port", stats) > bm25_score(
+            ["billing"], "billing port", stats
+        )
+        assert bm25_score(["latency"], "billing port", stats) == 0.0
+        ```
+    """
+    tokens = document_terms.split()
+    counts = Counter(tokens)
+    average = stats.tokens / stats.rows if stats.rows else 0.0
+    norm = _K1 * (1 - _B + _B * len(tokens) / average) if average else _K1
+    return sum(
+        stats.idf(term) * counts[term] * (_K1 + 1) / (counts[term] + norm)
+        for term in terms
+        if counts[term]
+    )
+
+
+def rarest_terms(document_frequency: Mapping[str, int], budget: int) -> list[str]:
+    """The rarest terms whose postings fit ``budget`` (always at least the rarest one).
+
+    Example:
+        ```python
+        from cogito_lc.retrievers._fts_ranking import rarest_terms
+
+        frequency = {"what": 9000, "caroline": 7000, "pottery": 800, "workshop": 300}
+        assert rarest_terms(frequency, 5000) == ["workshop", "pottery"]
+        assert rarest_terms(frequency, 10) == ["workshop"]
+        ```
+    """
+    chosen: list[str] = []
+    postings = 0
+    for term in sorted(document_frequency, key=document_frequency.__getitem__):
+        held = document_frequency[term]
+        if chosen and postings + held > budget:
+            break
+        chosen.append(term)
+        postings += held
+    return chosen

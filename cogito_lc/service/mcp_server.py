@@ -1,0 +1,566 @@
+"""The memory tools over MCP (Model Context Protocol), for agents outside Python.
+
+Eight tools over the same :class:`~cogito_lc.service._service.MemoryService` the
+HTTP endpoints use, so they act alike: ``recall``, ``recall_b``, ``query``,
+``store``, ``add``, ``snapshot``, ``list_memories`` and ``delete_memory``. Their
+inputs are JSON-schema typed with the HTTP service's limits; a missing, extra or
+invalid argument is a tool error naming the field. Results carry the verbatim
+memory text and ids, as structured content and as JSON text.
+
+Two transports, built on the official ``mcp`` SDK (the ``mcp`` extra):
+
+- stdio: ``cogito-lc mcp`` (see :func:`run_stdio`), acting in the configured
+  scope (``--user`` or ``user_id``).
+- streamable HTTP: the service mounts the tools at ``/mcp`` (see
+  :func:`mount_mcp`), behind its bearer token. The scope is the one of the
+  ``X-Cogito-User`` header, under the REST endpoints' rules: allowed only with
+  ``allow_request_scope``, sent at most once, a valid user id.
+
+The tools take no ``user_id`` argument: the transport, not the model, picks the scope.
+
+Example:
+    ```python
+    import asyncio
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from cogito_lc import MemoryStore
+    from cogito_lc.service._service import MemoryService, ServiceOptions
+    from cogito_lc.service.mcp_server import create_mcp_server
+
+    memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+    server = create_mcp_server(MemoryService(memory, ServiceOptions()))
+    result = asyncio.run(server.call_tool("store", {"text": "Auth tokens expire after 1 h."}))
+    assert memory.count() == 1
+    ```
+"""
+
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+from fastapi import HTTPException
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+try:
+    from mcp.server.fastmcp import Context, FastMCP
+    from mcp.server.fastmcp.exceptions import ToolError
+    from mcp.server.fastmcp.tools import Tool
+    from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
+    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.types import ToolAnnotations
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    msg = "the MCP server needs the 'mcp' extra: pip install 'cogito-lc[mcp]'"
+    raise ImportError(msg) from exc
+from starlette.responses import JSONResponse
+
+from cogito_lc._core.timestamps import parse_since
+from cogito_lc.service._schemas import (
+    ID_MAX_CHARS,
+    ID_PATTERN,
+    LIMIT_MAX,
+    AddResponse,
+    DeleteResponse,
+    Limit,
+    MemoryList,
+    MemoryRecord,
+    Metadata,
+    QueryResponse,
+    RecallBResponse,
+    RecallResponse,
+    SnapshotBuildResponse,
+    StoreResponse,
+    Threshold,
+    finite,
+    text_field,
+)
+from cogito_lc.service._service import MemoryService, ScopeView
+
+__all__ = [
+    "MCP_PATH",
+    "SCOPE_HEADER",
+    "McpEndpoint",
+    "ScopeError",
+    "create_mcp_server",
+    "invalid_arguments",
+    "mount_mcp",
+    "request_scope",
+    "run_stdio",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MCP_PATH = "/mcp"
+"""Where the HTTP service serves the MCP tools (streamable HTTP)."""
+
+SCOPE_HEADER = "x-cogito-user"
+"""The header naming the scope of a request (as for the REST endpoints)."""
+
+INSTRUCTIONS = (
+    "Long-term memory. Call recall (or recall_b, which needs no model) with what you "
+    "want to remember before answering; call store to keep a fact verbatim, add to "
+    "extract facts from a longer text. Results carry each memory's id and exact text."
+)
+
+_SCOPES_DISABLED = (
+    "per-request scopes are disabled on this server; omit X-Cogito-User, "
+    "or start it with allow_request_scope=true"
+)
+_SCOPE_TWICE = "X-Cogito-User was sent {count} times; send it once"
+_SCOPE_INVALID = (
+    f"X-Cogito-User must be a user id of at most {ID_MAX_CHARS} characters: "
+    "a letter or digit, then letters, digits and ._:@+-"
+)
+_INTERNAL = "internal error while running the tool; the server log has the details"
+
+Ctx = Context[Any, Any, Any]
+
+
+class ScopeError(Exception):
+    """A scope header the server refuses, with the HTTP status it gets."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def request_scope(values: Sequence[str], *, allowed: bool) -> str | None:
+    """The scope named by a request's ``X-Cogito-User`` values, or None for the default.
+
+    Raises:
+        ScopeError: 400 if sent twice, 403 if per-request scopes are off, 422 if invalid.
+
+    Example:
+        ```python
+        from cogito_lc.service.mcp_server import ScopeError, request_scope
+
+        assert request_scope(["alice"], allowed=True) == "alice"
+        assert request_scope([], allowed=False) is None
+        try:
+            request_scope(["alice"], allowed=False)
+        except ScopeError as exc:
+            assert exc.status == 403
+        ```
+    """
+    if len(values) > 1:
+        raise ScopeError(400, _SCOPE_TWICE.format(count=len(values)))
+    if not values:
+        return None
+    if not allowed:
+        raise ScopeError(403, _SCOPES_DISABLED)
+    value = values[0]
+    if len(value) > ID_MAX_CHARS or not re.fullmatch(ID_PATTERN, value):
+        raise ScopeError(422, _SCOPE_INVALID)
+    return value
+
+
+def _check_since(value: str) -> str:
+    parse_since(value)
+    return value
+
+
+def _argument_types(max_text_chars: int, max_query_chars: int) -> dict[str, Any]:
+    return {
+        "query": Annotated[StrictStr, text_field(max_query_chars, "What to look for")],
+        "text": Annotated[StrictStr, text_field(max_text_chars, "The memory text, kept verbatim")],
+        "source": Annotated[
+            StrictStr, text_field(max_text_chars, "The text to extract facts from")
+        ],
+    }
+
+
+HowMany = Annotated[
+    Limit | None,
+    Field(description=f"How many memories to return (1..{LIMIT_MAX}; server default if null)."),
+]
+Floor = Annotated[
+    Threshold | None, Field(description="Lowest cosine similarity a result may have (-1..1).")
+]
+Since = Annotated[
+    StrictStr | None,
+    AfterValidator(lambda value: value if value is None else _check_since(value)),
+    Field(
+        json_schema_extra={"format": "date-time"},
+        description="Only memories stored at or after this ISO 8601 instant.",
+    ),
+]
+MemoryId = Annotated[
+    str | None,
+    Field(
+        pattern=ID_PATTERN,
+        max_length=ID_MAX_CHARS,
+        description="Memory id; by default a stable hash of scope and text (idempotent).",
+    ),
+]
+Hints = Annotated[
+    list[Annotated[StrictStr, Field(max_length=1000)]],
+    Field(max_length=20, description="Hints that help fact extraction (at most 20)."),
+]
+PageLimit = Annotated[Limit, Field(description=f"Page size (1..{LIMIT_MAX}).")]
+Offset = Annotated[
+    int, Field(strict=True, ge=0, le=1_000_000, description="How many memories to skip.")
+]
+ExistingId = Annotated[
+    StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
+]
+Rebuild = Annotated[StrictBool, Field(description="Rebuild even when the snapshot is fresh.")]
+
+
+class _Tools:
+    """The tool functions, bound to one service; each acts in the caller's scope."""
+
+    def __init__(self, service: MemoryService, *, allow_request_scope: bool) -> None:
+        self.service = service
+        self.allow_request_scope = allow_request_scope
+
+    def view(self, ctx: Ctx) -> ScopeView:
+        try:
+            request = ctx.request_context.request
+        except ValueError:  # called in process, outside a client's request
+            request = None
+        headers = getattr(request, "headers", None)
+        values = headers.getlist(SCOPE_HEADER) if headers is not None else []
+        try:
+            user = request_scope(values, allowed=self.allow_request_scope)
+        except ScopeError as exc:
+            raise ToolError(exc.detail) from None
+        return self.service.view(user)
+
+
+async def _answer(call: Awaitable[T]) -> T:
+    """The call's result; its failure as a tool error with a short message, never a path."""
+    try:
+        return await call
+    except ToolError:
+        raise
+    except HTTPException as exc:
+        raise ToolError(str(exc.detail)) from None
+    except Exception:
+        logger.exception("MCP tool failed")
+        raise ToolError(_INTERNAL) from None
+
+
+def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., Any]]:
+    service = tools.service
+    query_text = types["query"]
+
+    async def recall(
+        ctx: Ctx,
+        text: query_text,  # type: ignore[valid-type]
+        limit: HowMany = None,
+        threshold: Floor = None,
+        since: Since = None,
+    ) -> RecallResponse:
+        """Recall the memories relevant to ``text``: RecallB, then the pointer filter.
+
+        ``method`` is ``filter`` when the model filtered the candidates, or a
+        ``fallback_*``/``skipped_*`` tag when stage 1's order was kept.
+        """
+        view = tools.view(ctx)
+        hits, method, recall_method = await _answer(
+            service.read(service.recall, view, text, limit, threshold, since)
+        )
+        return RecallResponse(memories=hits, method=method, recall_method=recall_method)
+
+    async def recall_b(
+        ctx: Ctx,
+        text: query_text,  # type: ignore[valid-type]
+        limit: HowMany = None,
+        threshold: Floor = None,
+    ) -> RecallBResponse:
+        """Recall the memories relevant to ``text`` with RecallB (no model call)."""
+        view = tools.view(ctx)
+        hits, method = await _answer(service.read(service.recall_b, view, text, limit, threshold))
+        return RecallBResponse(memories=hits, method=method)
+
+    async def query(
+        ctx: Ctx,
+        text: query_text,  # type: ignore[valid-type]
+        limit: HowMany = None,
+        threshold: Floor = None,
+    ) -> QueryResponse:
+        """Plain vector search; ``score`` is the cosine similarity to ``text``."""
+        view = tools.view(ctx)
+        hits = await _answer(service.read(service.query, view, text, limit, threshold))
+        return QueryResponse(memories=hits)
+
+    return [recall, recall_b, query]
+
+
+def _write_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., Any]]:
+    service = tools.service
+    memory_text, source_text = types["text"], types["source"]
+
+    async def store(
+        ctx: Ctx,
+        text: memory_text,  # type: ignore[valid-type]
+        id: MemoryId = None,  # noqa: A002 - the HTTP body's field name
+        metadata: Metadata | None = None,
+    ) -> StoreResponse:
+        """Store one memory verbatim; the same text twice in a scope is one memory."""
+        view = tools.view(ctx)
+        doc = await _answer(service.store(view, text, id, metadata))
+        return StoreResponse(id=doc.id or "", text=doc.page_content)
+
+    async def add(
+        ctx: Ctx,
+        text: source_text,  # type: ignore[valid-type]
+        context_hints: Hints | None = None,
+    ) -> AddResponse:
+        """Extract facts from ``text`` and store each; the text itself when extraction fails."""
+        view = tools.view(ctx)
+        result = await _answer(service.write(service.add, view, text, context_hints or []))
+        return AddResponse(
+            count=result.count,
+            memories=[doc.page_content for doc in result.memories],
+            ids=[doc.id or "" for doc in result.memories],
+            method=result.method,
+        )
+
+    async def delete_memory(ctx: Ctx, id: ExistingId) -> DeleteResponse:  # noqa: A002
+        """Delete one memory of the scope by id."""
+        view = tools.view(ctx)
+        await _answer(service.write(service.delete, view, id))
+        return DeleteResponse(id=id)
+
+    return [store, add, delete_memory]
+
+
+def _browse_tools(tools: _Tools) -> list[Callable[..., Any]]:
+    service = tools.service
+
+    async def list_memories(ctx: Ctx, limit: PageLimit = 50, offset: Offset = 0) -> MemoryList:
+        """A page of the memories in the scope, with ids, verbatim text and the total."""
+        view = tools.view(ctx)
+        docs, total = await _answer(service.read(service.page, view, limit, offset))
+        records = [_record(doc) for doc in docs]
+        return MemoryList(memories=records, limit=limit, offset=offset, total=total)
+
+    async def snapshot(ctx: Ctx, rebuild: Rebuild = False) -> SnapshotBuildResponse:
+        """The scope's snapshot: an index of what memory holds (built, or reused while fresh)."""
+        view = tools.view(ctx)
+        built = await _answer(service.job(service.build_snapshot, view, rebuild, False))
+        return SnapshotBuildResponse(
+            snapshot=built.text,
+            path=service.public_path(built.path),
+            built_at=built.built_at,
+            count=built.count,
+            sampled=built.sampled,
+            method=built.method,
+            saved=built.path is not None,
+        )
+
+    return [list_memories, snapshot]
+
+
+def _record(doc: Any) -> MemoryRecord:
+    metadata = {
+        key: value
+        for key, value in doc.metadata.items()
+        if not isinstance(value, float) or finite(value) is not None
+    }
+    return MemoryRecord(id=doc.id or "", text=doc.page_content, metadata=metadata)
+
+
+_READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+_ANNOTATIONS = {
+    "recall": _READ_ONLY,
+    "recall_b": _READ_ONLY,
+    "query": _READ_ONLY,
+    "list_memories": _READ_ONLY,
+    "store": ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
+    "add": ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False),
+    "snapshot": ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
+    "delete_memory": ToolAnnotations(
+        readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+    ),
+}
+
+
+def _field_message(error: Mapping[str, Any]) -> str:
+    field = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
+    if error.get("type") == "string_pattern_mismatch" and field == "text":
+        return "text: must contain a character that is not whitespace"
+    return f"{field}: {error.get('msg', 'invalid')}"
+
+
+def invalid_arguments(exc: ValidationError) -> ValueError:
+    """One line per invalid argument, naming it (``limit: Input should be ...``).
+
+    Example:
+        ```python
+        from pydantic import BaseModel, ValidationError
+
+        from cogito_lc.service.mcp_server import invalid_arguments
+
+        class Args(BaseModel):
+            limit: int
+
+        try:
+            Args.model_validate({})
+        except ValidationError as exc:
+            assert str(invalid_arguments(exc)) == "invalid arguments: limit: Field required"
+        ```
+    """
+    errors = exc.errors(include_url=False)
+    return ValueError("invalid arguments: " + "; ".join(_field_message(e) for e in errors))
+
+
+class _StrictArguments:
+    """Mixed into a tool's argument model: unknown names are errors, and errors are short."""
+
+    model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        try:
+            return super().model_validate(obj, **kwargs)  # type: ignore[misc]
+        except ValidationError as exc:
+            raise invalid_arguments(exc) from None
+
+
+def _strict_tool(fn: Callable[..., Any]) -> Tool:
+    """A tool whose arguments reject unknown names, as the HTTP request bodies do."""
+    tool = Tool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__])
+    loose = tool.fn_metadata.arg_model
+    strict: type[ArgModelBase] = type(
+        loose.__name__, (_StrictArguments, loose), {"__module__": __name__}
+    )
+    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    parameters = strict.model_json_schema(by_alias=True)
+    return tool.model_copy(update={"fn_metadata": metadata, "parameters": parameters})
+
+
+def create_mcp_server(
+    service: MemoryService,
+    *,
+    max_text_chars: int = 100_000,
+    max_query_chars: int = 10_000,
+    allow_request_scope: bool = False,
+    host: str = "127.0.0.1",
+) -> FastMCP[Any]:
+    """The MCP server of the memory tools over ``service``.
+
+    Args:
+        service: The service whose operations the tools run (the HTTP service's own).
+        max_text_chars: Longest memory text (``store``, ``add``).
+        max_query_chars: Longest query (``recall``, ``recall_b``, ``query``).
+        allow_request_scope: Whether an ``X-Cogito-User`` header may pick the scope.
+        host: The address the HTTP service binds; on loopback, requests must name
+            a loopback ``Host`` (DNS-rebinding protection).
+
+    Returns:
+        A FastMCP server (stateless streamable HTTP, JSON responses).
+    """
+    tools = _Tools(service, allow_request_scope=allow_request_scope)
+    types = _argument_types(max_text_chars, max_query_chars)
+    functions = [*_search_tools(tools, types), *_write_tools(tools, types), *_browse_tools(tools)]
+    return FastMCP(
+        "cogito-lc",
+        instructions=INSTRUCTIONS,
+        tools=[_strict_tool(fn) for fn in functions],
+        host=host,
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        log_level="WARNING",
+        transport_security=_transport_security(host),
+    )
+
+
+def _transport_security(host: str) -> TransportSecuritySettings:
+    from cogito_lc.service.config import is_loopback
+
+    if not is_loopback(host):  # reached by name: the bearer token guards it
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+Scope = MutableMapping[str, Any]
+
+
+class McpEndpoint:
+    """The ASGI endpoint of the tools over streamable HTTP, checking the scope header first.
+
+    Answers 400/403/422 to an ``X-Cogito-User`` the server refuses (as the REST
+    endpoints do) and 503 while the app's lifespan is not running. Each run of
+    the lifespan (:meth:`running`) gets a fresh server from ``factory``: the
+    SDK's session manager runs once per instance.
+    """
+
+    def __init__(self, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> None:
+        self.factory = factory
+        self.allowed = allowed
+        self._manager: Any = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve requests while the context is open (enter it in the app's lifespan)."""
+        server = self.factory()
+        server.streamable_http_app()  # creates the session manager
+        manager = server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        """Check the scope header, then hand the request to the SDK's session manager."""
+        values = [
+            bytes(value).decode("latin-1")
+            for key, value in scope.get("headers", [])
+            if key.lower() == SCOPE_HEADER.encode()
+        ]
+        try:
+            request_scope(values, allowed=self.allowed)
+        except ScopeError as exc:
+            await JSONResponse({"detail": exc.detail}, exc.status)(scope, receive, send)
+            return
+        manager = self._manager
+        if manager is None:
+            response = JSONResponse({"detail": "the MCP endpoint is not running"}, 503)
+            await response(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+
+def mount_mcp(app: Any, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> McpEndpoint:
+    """Serve the tools of ``factory()``'s server on ``app`` at :data:`MCP_PATH`.
+
+    The app's middlewares (bearer token, body limit, concurrency) apply. The
+    caller enters the endpoint's :meth:`~McpEndpoint.running` in the app's lifespan.
+
+    Args:
+        app: A Starlette or FastAPI app.
+        factory: Makes the MCP server (see :func:`create_mcp_server`).
+        allowed: Whether an ``X-Cogito-User`` header may pick the scope.
+    """
+    endpoint = McpEndpoint(factory, allowed=allowed)
+    app.add_route(MCP_PATH, endpoint, include_in_schema=False)
+    return endpoint
+
+
+def run_stdio(service: MemoryService, **options: Any) -> None:
+    """Serve the memory tools on stdin/stdout until the client closes them.
+
+    Args:
+        service: The service whose operations the tools run.
+        **options: Keyword arguments of :func:`create_mcp_server`.
+    """
+    server = create_mcp_server(service, **options)
+    embeddings = service.memory.vectorstore.embeddings
+    if embeddings is not None:  # load the model before the first call
+        embeddings.embed_query("warm up")
+    server.run("stdio")

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_chroma import Chroma
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+
+from cogito_lc import FactExtractor, MemoryStore
+from cogito_lc.memory.flush import flush_session, flush_session_runnable, session_turns
+from tests.unit_tests.fakes import ScriptedChatModel
+
+CHAT = [
+    HumanMessage("We moved billing to PostgreSQL 16 last week."),
+    AIMessage("Got it. Anything about tokens?"),
+    HumanMessage("Auth tokens now expire after 3600 seconds."),
+    AIMessage("Noted."),
+    {"role": "user", "content": "The on-call handover is on Mondays."},
+]
+
+
+def _facts(*contents: str) -> str:
+    return json.dumps([{"content": c, "kind": "decision", "importance": 0.5} for c in contents])
+
+
+@pytest.fixture
+def memory(chroma: Chroma) -> MemoryStore:
+    return MemoryStore(chroma, scope={"user_id": "agent"})
+
+
+def test_facts_are_stored_with_the_session_as_source(memory: MemoryStore) -> None:
+    llm = FakeListChatModel(
+        responses=[
+            _facts("Billing runs on PostgreSQL 16.", "Auth tokens expire after 3600 seconds."),
+            _facts("The on-call handover is on Mondays."),
+        ]
+    )
+    memory.extractor = FactExtractor.from_llm(llm)
+
+    result = flush_session(memory, CHAT, session_id="chat-42", window_size=4)
+
+    assert result.windows == 2
+    assert result.methods == ["facts", "facts"]
+    assert [doc.page_content for doc in result.stored] == [
+        "Billing runs on PostgreSQL 16.",
+        "Auth tokens expire after 3600 seconds.",
+        "The on-call handover is on Mondays.",
+    ]
+    for doc in result.stored:
+        held = memory.get(doc.id or "")
+        assert held is not None
+        assert held.metadata["source"] == "session:chat-42"
+        assert held.metadata["session_id"] == "chat-42"
+        assert held.metadata["flush_method"] == "facts"
+    assert [memory.get(d.id or "").metadata["session_window"] for d in result.stored] == [0, 0, 1]
+
+
+def test_what_memory_holds_is_skipped_by_id_or_near_duplicate(memory: MemoryStore) -> None:
+    memory.store("Billing runs on PostgreSQL 16.")
+    memory.store("The auth tokens expire after 3600 seconds.")  # cosine 0.93: a paraphrase
+    llm = FakeListChatModel(
+        responses=[
+            _facts(
+                "Billing runs on PostgreSQL 16.",
+                "Auth tokens expire after 3600 seconds.",
+                "Invoices are archived for ten years.",
+            )
+        ]
+    )
+    memory.extractor = FactExtractor.from_llm(llm)
+
+    result = flush_session(memory, CHAT[:2], session_id="s", duplicate_threshold=0.9)
+
+    assert result.skipped_same_id == 1
+    assert result.skipped_near_duplicate == 1
+    assert [doc.page_content for doc in result.stored] == ["Invoices are archived for ten years."]
+    assert memory.count() == 3
+
+
+def test_a_failing_model_stores_each_window_verbatim_and_tagged(memory: MemoryStore) -> None:
+    memory.extractor = FactExtractor.from_llm(
+        ScriptedChatModel(replies=[ConnectionRefusedError("down")])
+    )
+
+    result = flush_session(memory, CHAT, session_id="s", window_size=2)
+
+    assert result.windows == 3
+    assert result.verbatim_windows == 3
+    assert set(result.methods) == {"fallback_verbatim"}
+    texts = [doc.page_content for doc in result.stored]
+    assert texts[0] == (
+        "user: We moved billing to PostgreSQL 16 last week.\n"
+        "assistant: Got it. Anything about tokens?"
+    )
+    assert texts[2] == "user: The on-call handover is on Mondays."
+    held = memory.get(result.stored[0].id or "")
+    assert held is not None
+    assert held.metadata["flush_method"] == "fallback_verbatim"
+
+
+def test_an_explicit_empty_answer_stores_nothing(memory: MemoryStore) -> None:
+    memory.extractor = FactExtractor.from_llm(FakeListChatModel(responses=["[]"]))
+    result = flush_session(memory, CHAT, session_id="s")
+    assert result.methods == ["no_facts"]
+    assert result.stored == []
+    assert memory.count() == 0
+
+
+def test_flushing_twice_stores_nothing_new(memory: MemoryStore) -> None:
+    first = flush_session(memory, CHAT, session_id="s", window_size=3)
+    again = flush_session(memory, CHAT, session_id="s", window_size=3)
+    assert len(first.stored) == 2
+    assert again.stored == []
+    assert again.skipped_same_id == 2
+
+
+@pytest.mark.parametrize(
+    ("messages", "error", "names"),
+    [
+        ("hello", TypeError, "messages must be a list"),
+        ([{"content": "x"}], ValueError, "messages[0].role"),
+        ([HumanMessage("ok"), {"role": "user", "content": 3}], TypeError, "messages[1].content"),
+        ([HumanMessage("ok"), 7], TypeError, "messages[1] must be"),
+        ([{"role": "user", "content": "bad \ud800"}], ValueError, "messages[0].content"),
+    ],
+)
+def test_a_malformed_transcript_names_the_message(
+    memory: MemoryStore, messages: Any, error: type[Exception], names: str
+) -> None:
+    with pytest.raises(error, match=names.replace("[", r"\[").replace("]", r"\]")):
+        flush_session(memory, messages, session_id="s")
+    assert memory.count() == 0
+
+
+def test_bad_options_are_refused(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match="session_id"):
+        flush_session(memory, CHAT, session_id=" ")
+    with pytest.raises(ValueError, match="window_size"):
+        flush_session(memory, CHAT, session_id="s", window_size=0)
+
+
+def test_blank_messages_are_left_out() -> None:
+    turns = session_turns(
+        [HumanMessage("  "), AIMessage("Fine."), {"type": "human", "content": ""}]
+    )
+    assert turns == [("assistant", "Fine.")]
+
+
+def test_the_runnable_form(memory: MemoryStore) -> None:
+    flush = flush_session_runnable(memory, window_size=10)
+    result = flush.invoke({"messages": CHAT, "session_id": "r1"})
+    assert result.windows == 1
+    assert result.stored[0].metadata["source"] == "session:r1"
+    with pytest.raises(TypeError, match="'messages'"):
+        flush.invoke({"session_id": "r1"})
