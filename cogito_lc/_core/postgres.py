@@ -614,11 +614,14 @@ class PostgresAdapter(StoreAdapter):
     ) -> list[list[ScoredDocument]]:
         sql, params = where_to_sql(where)
         found: list[list[ScoredDocument]] = []
-        with self.database.connection() as conn, conn.transaction():
-            order = "embedding <=> %s"
+        with self.database.connection() as conn:
+            order, settings = "embedding <=> %s", list[str]()
             if where is not None:
-                order = self._filtered_order(conn, sql, params, max(ks, default=1))
-            with conn.pipeline():  # every search sent at once: one round trip
+                order, settings = self._filtered_plan(conn, sql, params, max(ks, default=1))
+            # Settings, searches and commit sent at once: one round trip.
+            with conn.pipeline(), conn.transaction():
+                for setting in settings:
+                    conn.execute(setting)
                 cursors = [
                     conn.execute(
                         f"SELECT {SELECT_COLUMNS}, embedding <=> %s AS distance "  # noqa: S608
@@ -632,19 +635,20 @@ class PostgresAdapter(StoreAdapter):
                 found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
         return found
 
-    def _filtered_order(self, conn: Any, sql: str, params: list[Any], k: int) -> str:
+    def _filtered_plan(
+        self, conn: Any, sql: str, params: list[Any], k: int
+    ) -> tuple[str, list[str]]:
+        """How to order a filtered search, and the ``SET LOCAL`` statements it needs."""
         if self.database.vector_version >= (0, 8):
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            return "embedding <=> %s"
+            return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
         row = conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
             "LIMIT %s) AS matching",
             [*params, EXACT_SEARCH_ROWS + 1],
         ).fetchone()
         if row is not None and int(row[0]) <= EXACT_SEARCH_ROWS:
-            return "(embedding <=> %s) + 0"  # an expression the index cannot serve: exact
-        conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}")
-        return "embedding <=> %s"
+            return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
+        return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
 
 
 def _vectors(vectors: Sequence[Any]) -> list[Any]:
