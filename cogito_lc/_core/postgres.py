@@ -61,8 +61,9 @@ COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
 """Metadata keys held in their own text columns (the scope keys are indexed)."""
 
 EXACT_SEARCH_ROWS = 20_000
-"""A filtered search matching at most this many rows is ranked exactly, not by HNSW
-(pgvector before 0.8 filters HNSW results after the scan and can return fewer than k)."""
+"""A filtered search matching at most this many rows, and less than half the table, is
+ranked exactly, not by HNSW (pgvector before 0.8 filters HNSW results after the scan and
+can return fewer than k); one matching most of the table is searched through HNSW."""
 
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SETTING = "database_url (COGITO_DATABASE_URL)"
@@ -642,12 +643,15 @@ class PostgresAdapter(StoreAdapter):
         if self.database.vector_version >= (0, 8):
             return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
         row = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
-            "LIMIT %s) AS matching",
-            [*params, EXACT_SEARCH_ROWS + 1],
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
+            f"LIMIT %s) AS matching), (SELECT count(*) FROM (SELECT 1 FROM {self.table} "
+            "LIMIT %s) AS held)",
+            [*params, EXACT_SEARCH_ROWS + 1, 2 * EXACT_SEARCH_ROWS + 2],
         ).fetchone()
-        if row is not None and int(row[0]) <= EXACT_SEARCH_ROWS:
+        matching, held = (int(row[0]), int(row[1])) if row is not None else (0, 0)
+        if matching <= EXACT_SEARCH_ROWS and 2 * matching < held:
             return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
+        # Most rows match (or too many to rank exactly): HNSW, a wide candidate list.
         return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
 
 
