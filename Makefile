@@ -32,10 +32,11 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help setup setup-llm test test-unit test-unit-oldest test-unit-newest test-integration lint format demo bench dist clean
+.PHONY: help setup setup-llm test test-unit test-unit-oldest test-unit-newest test-integration lint format demo demo-postgres bench dist clean
 
 help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
+	@echo "make demo-postgres - the demo on a private Postgres with pgvector (pgserver)"
 	@echo "make test   - set up and run the whole test suite (unit + integration)"
 	@echo "make test-unit-oldest - the unit tier on Python 3.10 (.venv310, no torch)"
 	@echo "make test-unit-newest - the unit tier on Python 3.12 (.venv312, no torch)"
@@ -111,6 +112,11 @@ format: setup
 
 demo: setup
 	$(PY) examples/demo.py
+
+# The demo on a private Postgres 16 with pgvector (pgserver, from PyPI; no root, no install).
+demo-postgres: setup
+	$(PIP) install --quiet $(FIND_LINKS) -e ".[postgres]" "pgserver>=0.1.4"
+	$(PY) examples/demo.py --postgres
 
 bench: setup setup-llm
 	$(PY) benchmarks/locomo.py $(LOCOMO)

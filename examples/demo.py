@@ -7,6 +7,8 @@ COGITO_FILTER_ENDPOINT / COGITO_FILTER_MODEL); without one, the LLM stages run
 their documented zero-LLM fallbacks and say so.
 
     python examples/demo.py [--store DIR]
+    python examples/demo.py --postgres           # a private Postgres 16 + pgvector (pgserver)
+    python examples/demo.py --database-url URL   # your own Postgres with pgvector
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cogito_lc import METADATA_KEY, CogitoRetriever, FactExtractor, MemoryStore, SnapshotBuilder
+from cogito_lc._core.postgres import redact_url
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
 from cogito_lc.service.discovery import NEEDS, find_chat_model
 
@@ -55,10 +58,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve_and_ask(store_dir: Path, question: str) -> dict[str, Any]:
+def serve_and_ask(store_dir: Path, question: str, database_url: str | None) -> dict[str, Any]:
     port = free_port()
     env = {
         **os.environ,
+        **({"COGITO_DATABASE_URL": database_url} if database_url else {}),
         "COGITO_STORE_PATH": str(store_dir),
         "COGITO_USER_ID": "demo",
         "COGITO_PORT": str(port),
@@ -89,6 +93,8 @@ def serve_and_ask(store_dir: Path, question: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=None, help="store folder (default: temp)")
+    parser.add_argument("--postgres", action="store_true", help="run on a private Postgres")
+    parser.add_argument("--database-url", default=None, help="run on this Postgres instead")
     args = parser.parse_args()
     found = find_chat_model()
     llm = found.llm if found else None
@@ -102,14 +108,34 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cogito-demo-") as tmp:
         store_dir = args.store or Path(tmp) / "store"
-        console.print(f"Embeddings: {LOCAL_MODEL_NAME}, offline. Store: {store_dir}\n")
-        memory = MemoryStore(
-            Chroma("cogito_memory", local_embeddings(), persist_directory=str(store_dir)),
-            extractor=FactExtractor.from_llm(llm, structured_output=found.structured_output)
+        console.print(f"Embeddings: {LOCAL_MODEL_NAME}, offline.")
+        extractor = (
+            FactExtractor.from_llm(llm, structured_output=found.structured_output)
             if found
-            else None,
-            scope={"user_id": "demo"},
+            else None
         )
+        database_url = args.database_url
+        if args.postgres and not database_url:
+            import pgserver  # a private Postgres 16 with pgvector, from PyPI
+
+            server = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="delete")
+            database_url = server.get_uri()
+        if database_url:
+            console.print(f"Postgres: {redact_url(database_url)} (table cogito_memory)\n")
+            memory = MemoryStore.from_database_url(
+                database_url,
+                embeddings=local_embeddings(),
+                collection="cogito_memory",
+                extractor=extractor,
+                scope={"user_id": "demo"},
+            )
+        else:
+            console.print(f"Store: {store_dir}\n")
+            memory = MemoryStore(
+                Chroma("cogito_memory", local_embeddings(), persist_directory=str(store_dir)),
+                extractor=extractor,
+                scope={"user_id": "demo"},
+            )
         console.print(f"[bold]seed[/bold] {DATA}: {memory.seed(DATA, progress=False)}")
 
         snapshot = SnapshotBuilder.from_llm(llm).build(memory, rebuild=True)
@@ -138,7 +164,7 @@ def main() -> None:
             )
         console.print("[green]*[/green] marks the memory that answers the question.\n")
 
-        reply = serve_and_ask(store_dir, questions[0]["question"])
+        reply = serve_and_ask(store_dir, questions[0]["question"], database_url)
         console.print(f"[bold]HTTP[/bold] POST {reply.pop('url')}/recall_b ->")
         console.print_json(data=reply)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -41,11 +41,13 @@ __all__ = [
     "cosine_scores",
     "filters_by_metadata",
     "is_chroma",
+    "register_adapter",
 ]
 
 SUPPORTED_FILTER_STORES = (
-    "langchain_chroma.Chroma (a where dict) and "
-    "langchain_core.vectorstores.InMemoryVectorStore (a function of the Document)"
+    "langchain_chroma.Chroma (a where dict), "
+    "langchain_core.vectorstores.InMemoryVectorStore (a function of the Document) and "
+    "a PGVectorStore made by MemoryStore.from_database_url (SQL)"
 )
 """The stores a scope or a ``where`` filter can be translated for, as named in errors."""
 
@@ -74,7 +76,31 @@ def is_chroma(store: VectorStore) -> bool:
 
 def filters_by_metadata(store: VectorStore) -> bool:
     """Whether a ``where`` filter can be translated for ``store``'s search."""
-    return is_chroma(store) or isinstance(store, InMemoryVectorStore)
+    return (
+        is_chroma(store)
+        or isinstance(store, InMemoryVectorStore)
+        or _registered_adapter(store) is not None
+    )
+
+
+AdapterFactory = Callable[[VectorStore], "StoreAdapter | None"]
+"""Gives the adapter of a store it knows (one that filters by metadata), else None."""
+
+_FACTORIES: list[AdapterFactory] = []
+
+
+def register_adapter(factory: AdapterFactory) -> None:
+    """Make :func:`adapter_for` ask ``factory`` (a database backend's module registers one)."""
+    if factory not in _FACTORIES:
+        _FACTORIES.append(factory)
+
+
+def _registered_adapter(store: VectorStore) -> StoreAdapter | None:
+    for factory in _FACTORIES:
+        adapter = factory(store)
+        if adapter is not None:
+            return adapter
+    return None
 
 
 def check_filterable(store: VectorStore, purpose: str) -> None:
@@ -156,6 +182,18 @@ class StoreAdapter:
         """Delete documents by id."""
         if ids:
             self.store.delete(ids=ids)
+
+    def add_new(self, documents: Sequence[Document]) -> set[str]:
+        """Write documents whose ids are new; returns the ids written.
+
+        Here every document is written (the caller checked the ids are new); a
+        database adapter inserts only ids not held, so concurrent writers of
+        the same id make one row, and returns the ids it inserted.
+        """
+        ids = [doc.id or "" for doc in documents]
+        if documents:
+            self.store.add_documents(list(documents), ids=ids)
+        return set(ids)
 
     def persist_directory(self) -> Path | None:
         """The directory the store writes to, or None (not persistent, or not known)."""
@@ -559,4 +597,4 @@ def adapter_for(store: VectorStore) -> StoreAdapter:
         return ChromaAdapter(store)
     if isinstance(store, InMemoryVectorStore):
         return InMemoryAdapter(store)
-    return StoreAdapter(store)
+    return _registered_adapter(store) or StoreAdapter(store)

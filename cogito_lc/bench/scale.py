@@ -31,7 +31,13 @@ Usage:
     python benchmarks/scale.py [PATH] [--sizes 10000 100000] [--layouts one spread]
     python benchmarks/scale.py --sizes 1000000  # auto: MiniLM pool vectors above 100,000
     python benchmarks/scale.py --quick
+    python benchmarks/scale.py --store postgres  # a private Postgres (pgserver), or:
+    python benchmarks/scale.py --store postgres --database-url postgresql://...
     ```
+
+With ``--store postgres`` each case is a table of one Postgres
+(:meth:`~cogito_lc.MemoryStore.from_database_url`: pgvector HNSW, full-text
+lexical run); "disk" is then the table's total relation size.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ POOL_LABEL = (
 )
 EMBEDDINGS = ("auto", "minilm", "pool", "hash")
 COLLECTION = "scale"
+STORES = ("chroma", "postgres")
 
 
 @dataclass
@@ -97,6 +104,13 @@ class CaseSpec:
     """Where the pool embeddings' vectors are cached (``.npy``), shared by the cases."""
     spawned_at: float = 0.0
     """When the orchestrator started the worker (``time.time()``)."""
+    database_url: str = ""
+    """The Postgres to load into (``--store postgres``); empty: embedded Chroma."""
+
+    @property
+    def table(self) -> str:
+        """The Postgres table of this case."""
+        return f"{COLLECTION}_{self.memories}_{self.layout}"
 
     def blocks(self) -> list[tuple[str, int]]:
         """``(user_id, count)`` per scope, in load order; the first is the recall scope."""
@@ -141,6 +155,10 @@ def _open(spec: CaseSpec, embeddings: Any) -> Any:
 
     from cogito_lc import MemoryStore
 
+    if spec.database_url:
+        return MemoryStore.from_database_url(
+            spec.database_url, embeddings=embeddings, collection=spec.table
+        )
     store = Chroma(COLLECTION, embeddings, persist_directory=spec.directory)
     return MemoryStore(store)
 
@@ -203,6 +221,14 @@ def disk_mb(directory: str | Path) -> float:
     return round(total / 2**20, 1)
 
 
+def _disk_mb(spec: CaseSpec, memory: Any) -> float:
+    if not spec.database_url:
+        return disk_mb(spec.directory)
+    with memory._store.database.connection() as conn:
+        row = conn.execute("SELECT pg_total_relation_size(%s)", (spec.table,)).fetchone()
+    return round(int(row[0]) / 2**20, 1)
+
+
 def run_load(spec: CaseSpec) -> dict[str, Any]:
     """Worker: load the store, then time vector search and recall, idle and after writes."""
     from cogito_lc.bench.scale_corpus import ScaleCorpus
@@ -243,7 +269,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
         "recall_scope_memories": target.count() - len(writes),
         "load_s": round(load_s, 2),
         "load_memories_per_s": round(spec.memories / load_s, 1),
-        "disk_mb": disk_mb(spec.directory),
+        "disk_mb": _disk_mb(spec, memory),
         "peak_rss_mb": _peak_rss_mb(),
         "rss_mb": {
             "after_model": rss_base,
@@ -347,6 +373,7 @@ def run_case(spec: CaseSpec, scratch: Path) -> dict[str, Any]:
     return {
         "memories": spec.memories,
         "layout": spec.layout,
+        "store": "postgres" if spec.database_url else "chroma",
         "scopes": len(spec.blocks()),
         **loaded,
         "ratios": {
@@ -370,14 +397,15 @@ def embeddings_for(choice: str, memories: int) -> str:
 def table_lines(runs: list[dict[str, Any]]) -> list[str]:
     """The results as a Markdown table (plain text in a terminal, pasteable in docs)."""
     lines = [
-        "| memories | scopes (recall scope size) | embeddings | load mem/s | disk MB "
+        "| store | memories | scopes (recall scope size) | embeddings | load mem/s | disk MB "
         "| peak RSS MB | vector p50 | recall idle p50 / p95 | recall after write p50 / p95 "
         "| idle / vector | after write / vector | after write / idle | restart: first recall |",
-        "|" + "---|" * 13,
+        "|" + "---|" * 14,
     ]
     for run in runs:
         latency, ratios, restart = run["latency_ms"], run["ratios"], run["restart"]
         cells = [
+            run.get("store", "chroma"),
             f"{run['memories']:,}",
             f"{run['scopes']} ({run['recall_scope_memories']:,})",
             run["embeddings"].split(" ")[0],
@@ -433,6 +461,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 memories, hash")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--store", choices=STORES, default="chroma", help="where to load")
+    parser.add_argument("--database-url", default=None, help="Postgres for --store postgres")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     args.queries = args.queries or (QUICK_QUERIES if args.quick else DEFAULT_QUERIES)
@@ -451,6 +481,27 @@ def check_args(args: argparse.Namespace) -> str | None:
     if "spread" in args.layouts and min(args.sizes) < args.scopes:
         return f"--sizes must be >= --scopes ({args.scopes}) for the 'spread' layout."
     return None
+
+
+@contextlib.contextmanager
+def _private_postgres(root: Path) -> Iterator[str]:
+    """A Postgres 16 with pgvector from PyPI (pgserver) in ``root``, deleted afterwards."""
+    import pgserver
+
+    root.chmod(0o755)  # run as root, pgserver runs Postgres as its own user
+    server = pgserver.get_server(root / "pg", cleanup_mode="delete")  # type: ignore[attr-defined]
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+def _drop_table(database_url: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+        conn.execute("DELETE FROM cogito_schema WHERE component = %s", (f"memories:{table}",))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -484,6 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cogito-scale-")))
         workdir = args.workdir or root
+        database_url = ""
+        if args.store == "postgres":
+            database_url = args.database_url or stack.enter_context(_private_postgres(root))
+            report["settings"]["store"] = "postgres"
         for memories, layout in itertools.product(args.sizes, args.layouts):
             directory = workdir / f"{memories}-{layout}"
             scratch = root / f"{memories}-{layout}-io"
@@ -499,11 +554,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 batch_size=args.batch_size,
                 progress=not args.no_progress,
                 pool_file=str(root / "pool-vectors.npy"),
+                database_url=database_url,
             )
             print(f"scale: {memories:,} memories, layout {layout}", file=sys.stderr)
             report["runs"].append(run_case(spec, scratch))
             if not args.keep:
                 shutil.rmtree(directory, ignore_errors=True)
+                if database_url:
+                    _drop_table(database_url, spec.table)
     print("\n".join(table_lines(report["runs"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

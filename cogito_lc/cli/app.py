@@ -421,7 +421,10 @@ def serve(
         check_bind(settings)
     except ConfigError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    run(settings)
+    try:
+        run(settings)
+    except ConfigError as exc:  # the database of database_url cannot be used
+        raise CliError(str(exc), EXIT_ERROR) from None
 
 
 @app.command("mcp")

@@ -171,6 +171,6 @@ class VocabCalibrator(BaseModel):
         result = CalibrationResult(vocab_map, "calibrated" if vocab_map else "empty", None, dropped)
         if vocab_map and not dry_run:
             memory.vocab_map = vocab_map
-            if memory.data_dir is not None:
-                result.path = str(save_vocab_map(memory.data_dir, vocab_map))
+            if memory.state is not None:
+                result.path = save_vocab_map(memory.state, vocab_map)
         return result

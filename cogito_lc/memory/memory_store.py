@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
+from cogito_lc._core.postgres import PostgresDatabase, open_postgres_store
 from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
@@ -31,6 +33,7 @@ from cogito_lc.memory.scope import (
     normalise_text,
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
+from cogito_lc.memory.state import DirectoryStateStore, PostgresStateStore, StateStore
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
@@ -140,6 +143,7 @@ class MemoryStore:
         vocab_map: Mapping[str, Sequence[str]] | None = None,
         data_dir: str | Path | None = None,
         verify_index: bool = True,
+        state: StateStore | None = None,
     ) -> None:
         if max_text_chars < 1 or batch_size < 1:
             msg = "max_text_chars and batch_size must be >= 1."
@@ -159,8 +163,13 @@ class MemoryStore:
         self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
         """Where the snapshot and the vocabulary map are saved: the Chroma persist
         directory by default; None for in-memory stores (nothing is saved)."""
+        self.state: StateStore | None = state
+        """Where the snapshot and the vocabulary map are saved: given, or files in
+        ``data_dir`` (a table for :meth:`from_database_url`); None saves nothing."""
+        if self.state is None and self.data_dir is not None:
+            self.state = DirectoryStateStore(self.data_dir)
         if self.vocab_map is None:
-            self.vocab_map = load_vocab_map(self.data_dir)
+            self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._lock = threading.RLock()
         self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
@@ -169,6 +178,58 @@ class MemoryStore:
             self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
             if self._lexical is not None:
                 self._lexical.ensure_current()
+
+    @classmethod
+    def from_database_url(
+        cls,
+        url: str,
+        *,
+        embeddings: Embeddings,
+        collection: str = "cogito_memories",
+        **kwargs: Any,
+    ) -> MemoryStore:
+        """A MemoryStore over a Postgres database with pgvector (``langchain-postgres``).
+
+        The table ``collection`` is created, or migrated to this version, on
+        first use (idempotent, versioned, safe when replicas start together):
+        the scope keys are indexed columns every filter is pushed into, the
+        vector has an HNSW cosine index, and a generated ``tsvector`` column
+        with a GIN index serves the lexical run
+        (:class:`~cogito_lc.retrievers.PostgresLexicalIndex`). Ids are the
+        primary key and new memories are inserted with ``ON CONFLICT DO
+        NOTHING``, so the same text stored at once by two processes is one
+        memory. The database needs the ``vector`` extension (created if the
+        user may).
+
+        Args:
+            url: A ``postgresql://user:password@host:port/database`` URL.
+            embeddings: The embedding model.
+            collection: The table name (lower-case letters, digits, ``_``).
+            **kwargs: Other arguments of :class:`MemoryStore` (``scope``,
+                ``extractor``, ...).
+
+        Raises:
+            DatabaseSetupError: If the database is unreachable, refuses the
+                credentials or lacks the ``vector`` extension (the message
+                names the fix and never the password).
+
+        Example:
+            ```python
+            # needs: a Postgres database with pgvector
+            from cogito_lc import MemoryStore, local_embeddings
+
+            memory = MemoryStore.from_database_url(
+                "postgresql://me:secret@localhost:5432/app",
+                embeddings=local_embeddings(),
+                scope={"user_id": "alice"},
+            )
+            memory.store("Auth tokens expire after 3600 seconds.")
+            ```
+        """
+        database = PostgresDatabase(url)
+        store = open_postgres_store(database, embeddings, collection=collection)
+        kwargs.setdefault("state", PostgresStateStore(database, f"{collection}/"))
+        return cls(store, **kwargs)
 
     # -- writes -------------------------------------------------------------
 
@@ -463,6 +524,7 @@ class MemoryStore:
         *,
         data_dir: str | Path | None = None,
         fallback_vocab_map: Mapping[str, Sequence[str]] | None = None,
+        state: StateStore | None = None,
     ) -> MemoryStore:
         """A MemoryStore over the same vector store and extractor, confined to another scope.
 
@@ -476,6 +538,8 @@ class MemoryStore:
                 saves nothing (unless the store is a persistent Chroma store, whose
                 directory is the default, as for any MemoryStore).
             fallback_vocab_map: The vocabulary map when ``data_dir`` holds none.
+            state: Where the view saves its snapshot and vocabulary map instead
+                of ``data_dir`` (e.g. ``self.state.child(...)`` for a database).
 
         Returns:
             The view.
@@ -499,7 +563,9 @@ class MemoryStore:
         """
         target = as_scope({**self.scope.metadata(), **as_scope(scope).metadata()})
         directory = Path(data_dir) if data_dir is not None else None
-        vocab_map = load_vocab_map(directory) or fallback_vocab_map
+        if state is None and directory is not None:
+            state = DirectoryStateStore(directory)
+        vocab_map = load_vocab_map(state) or fallback_vocab_map
         return MemoryStore(
             self.vectorstore,
             extractor=self.extractor,
@@ -508,6 +574,7 @@ class MemoryStore:
             batch_size=self.batch_size,
             vocab_map=vocab_map,
             data_dir=directory,
+            state=state,
         )
 
     def as_retriever(
@@ -635,11 +702,27 @@ class MemoryStore:
                     raise MemoryConflictError(msg)
             if fresh:
                 self._mark_pending(list(fresh))
-                self.vectorstore.add_documents(list(fresh.values()), ids=list(fresh))
+                written = self._store.add_new(list(fresh.values()))
+                existing.update(self._raced(fresh, written))
                 if self._lexical is not None:
-                    self._lexical.upsert(list(fresh.values()))
+                    self._lexical.upsert([fresh[i] for i in fresh if i in written])
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
+
+    def _raced(
+        self, fresh: Mapping[str, Document], written: set[str]
+    ) -> builtins.list[tuple[str, Document]]:
+        """The memories another writer stored first under ids of ``fresh`` (same memory only)."""
+        lost = [doc_id for doc_id in fresh if doc_id not in written]
+        held = {doc.id: doc for doc in self._existing(lost)} if lost else {}
+        for doc_id in lost:
+            if doc_id in held and not _same_memory(held[doc_id], fresh[doc_id]):
+                msg = (
+                    f"id {doc_id!r} was stored at the same time by another writer with other "
+                    "text or scope; omit the id (ids default to a hash of scope and text)."
+                )
+                raise MemoryConflictError(msg)
+        return [(doc_id, doc) for doc_id, doc in held.items() if doc_id is not None]
 
     def _mark_pending(self, ids: builtins.list[str]) -> None:
         if self._lexical is not None:
@@ -654,7 +737,7 @@ class MemoryStore:
         self._invalidate()
 
     def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
-        return [doc for doc in self.vectorstore.get_by_ids(ids) if doc.id]
+        return [doc for doc in self._store.get(ids) if doc.id]
 
     def _require(self, id: str, scope: Scope) -> Document:  # noqa: A002
         found = self._store.get([id], scope.where())

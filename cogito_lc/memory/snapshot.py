@@ -6,7 +6,6 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.output_parsers import StrOutputParser
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 
     from cogito_lc.memory.memory_store import MemoryStore
     from cogito_lc.memory.scope import ScopeLike
+    from cogito_lc.memory.state import StateStore
 
 __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
@@ -202,8 +202,8 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         memories = memory.list(target, limit=self.sample_size)
         text, method = self._text(memories)
         snapshot = Snapshot(text, None, _now(), count, len(memories), method)
-        if not dry_run and memory.data_dir is not None:
-            snapshot.path = str(_save(memory.data_dir, snapshot))
+        if not dry_run and memory.state is not None:
+            _save(memory.state, snapshot)
         return snapshot
 
     def _stale(self, snapshot: Snapshot, count: int) -> bool:
@@ -265,32 +265,29 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _save(directory: Path, snapshot: Snapshot) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / SNAPSHOT_FILE
-    snapshot.path = str(path)
-    for name, content in (
-        (SNAPSHOT_FILE, snapshot.text),
-        (SNAPSHOT_META_FILE, json.dumps(asdict(snapshot), indent=2) + "\n"),
-    ):
-        tmp = directory / f".{name}.tmp"
-        tmp.write_text(content, encoding="utf-8")
-        tmp.replace(directory / name)
-    return path
+def _save(state: StateStore, snapshot: Snapshot) -> None:
+    snapshot.path = state.location(SNAPSHOT_FILE)
+    state.write(
+        {
+            SNAPSHOT_FILE: snapshot.text,
+            SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
+        }
+    )
 
 
 def load_snapshot(memory: MemoryStore) -> Snapshot | None:
-    """The snapshot saved next to ``memory``'s store, or None when none was built."""
-    if memory.data_dir is None:
-        return None
-    meta_path = memory.data_dir / SNAPSHOT_META_FILE
-    text_path = memory.data_dir / SNAPSHOT_FILE
-    if not meta_path.is_file() or not text_path.is_file():
+    """The snapshot saved in ``memory``'s state (files or a table), or None when none was built."""
+    state = memory.state
+    if state is None:
         return None
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        meta["text"] = text_path.read_text(encoding="utf-8")
+        meta_text = state.read(SNAPSHOT_META_FILE)
+        text = state.read(SNAPSHOT_FILE)
+        if meta_text is None or text is None:
+            return None
+        meta = json.loads(meta_text)
+        meta["text"] = text
         return Snapshot(**meta)
     except (OSError, ValueError, TypeError) as exc:
-        logger.warning("ignoring unreadable snapshot in %s: %s", memory.data_dir, exc)
+        logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None

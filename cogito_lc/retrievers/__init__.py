@@ -18,6 +18,7 @@ from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriev
 from cogito_lc.retrievers.fts_index import SqliteLexicalIndex
 from cogito_lc.retrievers.lexical_index import LexicalHit, LexicalIndex, lexical_terms
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
+from cogito_lc.retrievers.pg_lexical_index import PostgresLexicalIndex
 from cogito_lc.retrievers.recall_b import RecallB
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "LexicalHit",
     "LexicalIndex",
     "LexicalSync",
+    "PostgresLexicalIndex",
     "RecallB",
     "SqliteLexicalIndex",
     "VectorCache",

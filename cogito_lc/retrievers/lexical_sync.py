@@ -16,16 +16,19 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import equality_predicate
+from cogito_lc._core.postgres import PostgresAdapter
 from cogito_lc._core.stores import ChromaAdapter, InMemoryAdapter, StoreAdapter, adapter_for
 from cogito_lc.retrievers._lexical import Bm25LexicalIndex
 from cogito_lc.retrievers.fts_index import SqliteLexicalIndex, is_corruption
 from cogito_lc.retrievers.lexical_index import LexicalHit, LexicalIndex
+from cogito_lc.retrievers.pg_lexical_index import PostgresLexicalIndex
 
 __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
 
 logger = logging.getLogger(__name__)
 
 _PAGE = 5_000
+_FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter)
 _T = TypeVar("_T")
 
 
@@ -68,7 +71,7 @@ class LexicalSync:
         check_interval: float = 1.0,
     ) -> None:
         self.adapter: StoreAdapter = adapter_for(store)
-        if not isinstance(self.adapter, (ChromaAdapter, InMemoryAdapter)):
+        if not isinstance(self.adapter, _FOLLOWED):
             msg = (
                 f"LexicalSync needs a store it can list and count ({type(store).__name__} "
                 "is not one); pass RecallB(lexical_index=...) an index you keep yourself."
@@ -121,7 +124,8 @@ class LexicalSync:
         """
         self.ensure_current()
         predicate = equality_predicate(where)
-        if predicate is not None and self.covers_all(where):
+        mirrors = getattr(self.index, "mirrors_store", False)  # SQL filters cost nothing more
+        if predicate is not None and not mirrors and self.covers_all(where):
             # Every document matched the scope at the last check: search unfiltered
             # (cheaper) and check the scope here, so a later write elsewhere never leaks.
             hits = self._guarded(lambda: self.index.search(query, k, None))
@@ -137,6 +141,8 @@ class LexicalSync:
         self.ensure_current()
         if not where:
             return True
+        if getattr(self.index, "mirrors_store", False):
+            return self._covers_all(where)  # other replicas write too: never cached
         key = repr(sorted(where.items()))
         cached = self._covers.get(key)
         if cached is not None and cached[0] == self._version:
@@ -156,6 +162,8 @@ class LexicalSync:
 
     def ensure_current(self) -> None:
         """Start up (recover, rebuild) once, then check the counts at most once per interval."""
+        if getattr(self.index, "mirrors_store", False):
+            return  # the index is the store's own table (Postgres): always in step
         if self._started and time.monotonic() - self._checked_at < self.check_interval:
             return
         with self._lock:
@@ -265,6 +273,8 @@ class LexicalSync:
 
 
 def _default_index(adapter: StoreAdapter) -> LexicalIndex:
+    if isinstance(adapter, PostgresAdapter):
+        return PostgresLexicalIndex(adapter)
     path = lexical_index_path(adapter)
     return Bm25LexicalIndex() if path is None else SqliteLexicalIndex(path)
 
@@ -293,7 +303,9 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
     Every RecallB and MemoryStore over the same store object shares it, so a
     write through one is searchable by all at once. A persistent Chroma store
     gets a :class:`~cogito_lc.retrievers.SqliteLexicalIndex` in its persist
-    directory; a Chroma store without one and an ``InMemoryVectorStore`` get a
+    directory; a Postgres store made by ``MemoryStore.from_database_url`` gets a
+    :class:`~cogito_lc.retrievers.PostgresLexicalIndex`; a Chroma store without
+    one and an ``InMemoryVectorStore`` get a
     :class:`~cogito_lc.retrievers.Bm25LexicalIndex`; other stores get None.
     """
     with _SYNCS_LOCK:
@@ -303,7 +315,7 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
             return None
         if found is not None:
             return found
-        if not isinstance(adapter_for(store), (ChromaAdapter, InMemoryAdapter)):
+        if not isinstance(adapter_for(store), _FOLLOWED):
             return None
         sync = LexicalSync(store)
         _SYNCS[store] = sync

@@ -128,6 +128,21 @@ def _is_upstream_failure(exc: BaseException) -> bool:
     return False
 
 
+_DATABASE_DOWN = frozenset(
+    {"DatabaseUnavailableError", "OperationalError", "PoolTimeout", "InterfaceError"}
+)
+
+
+def _is_database_down(exc: BaseException) -> bool:
+    """A Postgres that stopped answering (restart, network cut): the next try may work."""
+    for item in exception_chain(exc):
+        module = type(item).__module__
+        postgres = module.startswith(("psycopg", "sqlalchemy", "cogito_lc._core.postgres"))
+        if postgres and type(item).__name__ in _DATABASE_DOWN:
+            return True
+    return False
+
+
 def _is_store_failure(exc: BaseException) -> bool:
     for item in exception_chain(exc):
         module = type(item).__module__
@@ -142,6 +157,11 @@ def http_error_for(exc: Exception) -> HTTPException | None:
         return exc
     if isinstance(exc, MemoryNotFoundError):
         return HTTPException(404, "no memory with this id in this scope")
+    if _is_database_down(exc):
+        logger.warning("database unavailable: %s", type(exc).__name__)
+        return HTTPException(
+            503, "the database is unavailable; retry shortly", headers={"Retry-After": "2"}
+        )
     if _is_upstream_failure(exc):
         logger.warning("upstream failure: %s: %s", type(exc).__name__, exc)
         return HTTPException(502, "an upstream model or store server did not answer; retry later")
@@ -210,6 +230,8 @@ class MemoryService:
         """A saved file's path relative to the store directory: clients never see server paths."""
         if path is None:
             return None
+        if path.startswith("postgres:"):
+            return path.split("/", 1)[-1]  # the row name: no server path to hide
         root = self.memory.data_dir
         file = Path(path)
         if root is not None and file.is_relative_to(root):
@@ -233,12 +255,11 @@ class MemoryService:
             return view
 
     def _scoped_memory(self, user_id: str) -> MemoryStore:
-        data_dir = None
-        if self.memory.data_dir is not None:
-            digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
-            data_dir = self.memory.data_dir / SCOPES_DIR / digest
+        digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
+        root = self.memory.state
+        state = root.child(f"{SCOPES_DIR}/{digest}") if root is not None else None
         return self.memory.scoped(
-            {"user_id": user_id}, data_dir=data_dir, fallback_vocab_map=self.options.vocab_map
+            {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )
 
     def _retriever(self, view: ScopeView, kind: str) -> Any:

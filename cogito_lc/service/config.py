@@ -42,6 +42,7 @@ import difflib
 import ipaddress
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -327,6 +328,10 @@ class CogitoSettings(BaseSettings):
     """Host of a Chroma server to use instead of the embedded store."""
     chroma_port: int = Field(default=8000, ge=1, le=65535)
     """Port of the Chroma server."""
+    database_url: SecretStr | None = None
+    """``postgresql://user:password@host:port/db`` of a Postgres with pgvector to keep
+    memories, snapshots and vocabulary maps in (table ``collection``) instead of Chroma
+    and ``store_path``; replicas of the service can share it. Never shown in logs."""
 
     # -- recall -----------------------------------------------------------------
     recall_limit: int = Field(default=50, ge=1, le=200)
@@ -341,6 +346,19 @@ class CogitoSettings(BaseSettings):
     """Plain words to the corpus's own terms for RecallB; None: the calibrated map, if any."""
     snapshot_mode: Literal["pointer", "summary"] = "pointer"
     """How ``/snapshot/build`` builds the snapshot with a model."""
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        if not re.match(r"^postgres(ql)?(\+\w+)?://", value.get_secret_value()):
+            msg = (
+                "database_url must be a postgresql:// URL "
+                "(postgresql://user:password@host:5432/database)."
+            )
+            raise ValueError(msg)
+        return value
 
     @field_validator("store_path", mode="after")
     @classmethod

@@ -244,7 +244,8 @@ def memory_from_settings(
     """A MemoryStore for the settings: store, embeddings, fact extractor and scope.
 
     The store's scope is ``{"user_id": settings.user_id}``; snapshots and the
-    vocabulary map are kept in ``store_path`` (also with a Chroma server); with a chat model
+    vocabulary map are kept in ``store_path`` (also with a Chroma server), or in
+    the database with ``database_url`` (Postgres, table ``collection``); with a chat model
     configured (``llm_model`` or ``filter_model``) ``add`` extracts facts
     through it, else it stores text verbatim (``fallback_no_llm``).
 
@@ -258,15 +259,24 @@ def memory_from_settings(
     from cogito_lc.extraction.fact_extractor import FactExtractor
     from cogito_lc.memory.memory_store import MemoryStore
 
-    vectorstore = vectorstore_from_settings(
-        settings, embeddings or embeddings_from_settings(settings)
-    )
+    embeddings = embeddings or embeddings_from_settings(settings)
     llm = chat_model_from_settings(settings, purpose="extract")
     extractor = (
         FactExtractor.from_llm(llm, structured_output=settings.llm_structured_output)
         if llm is not None
         else None
     )
+    if settings.database_url is not None:
+        return MemoryStore.from_database_url(
+            settings.database_url.get_secret_value(),
+            embeddings=embeddings,
+            collection=settings.collection,
+            extractor=extractor,
+            scope={"user_id": settings.user_id},
+            max_text_chars=settings.max_text_chars,
+            vocab_map=settings.vocab_map,
+        )
+    vectorstore = vectorstore_from_settings(settings, embeddings)
     return MemoryStore(
         vectorstore,
         extractor=extractor,

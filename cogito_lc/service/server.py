@@ -70,6 +70,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from cogito_lc import __version__
+from cogito_lc._core.postgres import DatabaseSetupError, redact_url
 from cogito_lc.memory.memory_store import MemoryStore
 from cogito_lc.service._guard import (
     BearerAuthMiddleware,
@@ -637,16 +638,20 @@ def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") ->
     """Run the service with uvicorn until interrupted.
 
     Raises:
-        ConfigError: If the settings are invalid or the bind is refused (see :func:`check_bind`).
+        ConfigError: If the settings are invalid, the bind is refused (see
+            :func:`check_bind`) or the database of ``database_url`` cannot be used.
     """
     import uvicorn
 
     settings = settings or load_settings()
     check_bind(settings)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except DatabaseSetupError as exc:
+        raise ConfigError(str(exc)) from None
     logger.info(
         "serving %s on %s:%d (collection %r, embeddings %s, model %s)",
-        settings.store_path,
+        _store_name(settings),
         settings.host,
         settings.port,
         settings.collection,
@@ -662,6 +667,12 @@ def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") ->
         proxy_headers=False,
         timeout_graceful_shutdown=10,
     )
+
+
+def _store_name(settings: CogitoSettings) -> str:
+    if settings.database_url is not None:
+        return redact_url(settings.database_url.get_secret_value())
+    return str(settings.store_path)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -693,7 +704,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         check_bind(settings)
     except ConfigError as exc:
         parser.exit(2, f"cogito-lc-server: error: {exc}\n")
-    serve(settings, log_level=args.log_level)
+    try:
+        serve(settings, log_level=args.log_level)
+    except ConfigError as exc:  # the database cannot be used
+        parser.exit(1, f"cogito-lc-server: error: {exc}\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

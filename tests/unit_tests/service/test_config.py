@@ -429,3 +429,25 @@ def test_missing_extra_is_named(places: tuple[Path, Path], monkeypatch: pytest.M
 )  # fmt: skip
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_database_url_comes_from_the_environment_and_is_never_shown(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql://cogito:pg-secret-value@db.internal:5432/memory"
+    monkeypatch.setenv("COGITO_DATABASE_URL", url)
+    settings = load_settings()
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == url
+    assert "pg-secret-value" not in repr(settings)
+    assert "pg-secret-value" not in str(settings.model_dump())
+
+
+def test_database_url_must_be_postgres(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COGITO_DATABASE_URL", "mysql://me:pg-secret-value@db/app")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "COGITO_DATABASE_URL" in str(caught.value)
+    assert "pg-secret-value" not in str(caught.value)

@@ -1,0 +1,671 @@
+"""Postgres (pgvector) behind a ``langchain_postgres.PGVectorStore``: schema, pool, adapter.
+
+:func:`open_postgres_store` connects to a database, creates or migrates the
+memories table (idempotent, versioned in ``cogito_schema``, one replica at a time
+under an advisory lock) and returns a ``PGVectorStore`` over it. The table has
+the scope keys as real, indexed columns, an HNSW cosine index on the vector, a
+generated ``tsvector`` column with a GIN index for full-text search, and an
+insertion sequence for paging. :class:`PostgresAdapter` runs every operation
+cogito-lc needs as SQL: filters are translated to a ``WHERE`` clause, new
+memories are inserted with ``ON CONFLICT DO NOTHING`` so the primary key, not a
+lock in one process, makes the same memory written twice one row.
+
+The database URL's password is never shown: :func:`redact_url` is what logs,
+errors and ``repr`` use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from cogito_lc._core.filters import split_condition
+from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc._core.stores import Run, ScoredDocument, StoreAdapter, Vector, register_adapter
+
+__all__ = [
+    "COLUMNS",
+    "SCHEMA_VERSION",
+    "SELECT_COLUMNS",
+    "DatabaseSetupError",
+    "DatabaseUnavailableError",
+    "PostgresAdapter",
+    "PostgresBinding",
+    "PostgresDatabase",
+    "open_postgres_store",
+    "postgres_binding",
+    "redact_url",
+    "row_document",
+    "where_to_sql",
+]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+"""The version of the memories table layout this package creates and reads."""
+
+COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
+"""Metadata keys held in their own text columns (the scope keys are indexed)."""
+
+EXACT_SEARCH_ROWS = 20_000
+"""A filtered search matching at most this many rows, and less than half the table, is
+ranked exactly, not by HNSW (pgvector before 0.8 filters HNSW results after the scan and
+can return fewer than k); one matching most of the table is searched through HNSW."""
+
+_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+_SETTING = "database_url (COGITO_DATABASE_URL)"
+
+
+class DatabaseSetupError(RuntimeError):
+    """The database cannot be used: unreachable, refused, or missing the vector extension."""
+
+
+class DatabaseUnavailableError(RuntimeError):
+    """The database stopped answering (restarting, network cut); retry shortly."""
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``.
+
+    Example:
+        ```python
+        from cogito_lc._core.postgres import redact_url
+
+        assert redact_url("postgresql://me:s3cret@db:5432/app") == "postgresql://me:***@db:5432/app"
+        assert redact_url("postgresql:///app?host=/tmp") == "postgresql:///app?host=/tmp"
+        ```
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return _redact_query(url)
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    netloc = f"{user}:***@{host}{port}"
+    return _redact_query(urlunsplit(parts._replace(netloc=netloc)))
+
+
+def _redact_query(url: str) -> str:
+    return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
+
+
+def _psycopg_url(url: str) -> str:
+    return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
+
+
+def _sqlalchemy_url(url: str) -> str:
+    return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql+psycopg://", url)
+
+
+def _scrub(text: str, url: str) -> str:
+    password = urlsplit(url).password
+    return text.replace(password, "***") if password else text
+
+
+def _quote(name: str) -> str:
+    if not _NAME_RE.match(name):
+        msg = (
+            f"collection {name!r} is not a valid table name; use lower-case letters, digits "
+            "and underscores (at most 48, not starting with a digit)."
+        )
+        raise ValueError(msg)
+    return f'"{name}"'
+
+
+class PostgresDatabase:
+    """A connection pool to one Postgres database with the ``vector`` extension.
+
+    Args:
+        url: A ``postgresql://`` URL (a ``+psycopg`` driver suffix is accepted).
+        max_size: The most connections the pool opens.
+        timeout: Seconds to wait for a connection before giving up.
+
+    Raises:
+        DatabaseSetupError: On an unreachable database, wrong credentials or a
+            ``vector`` extension that is missing and cannot be created; the
+            message names the setting and the fix, never the password.
+    """
+
+    def __init__(self, url: str, *, max_size: int = 8, timeout: float = 5.0) -> None:
+        from psycopg_pool import ConnectionPool
+
+        self._url = url
+        self.safe_url = redact_url(url)
+        """The URL with its password replaced by ``***``."""
+        self.timeout = timeout
+        self._check_and_prepare()
+        self.pool = ConnectionPool(
+            _psycopg_url(url),
+            min_size=1,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))},
+            configure=_configure,
+            check=ConnectionPool.check_connection,
+            open=True,
+            name="cogito-lc",
+        )
+        self.vector_version = self._vector_version()
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({self.safe_url!r})"
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The URL for SQLAlchemy (``postgresql+psycopg://``), password included."""
+        return _sqlalchemy_url(self._url)
+
+    def _check_and_prepare(self) -> None:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(
+                _psycopg_url(self._url), autocommit=True, connect_timeout=max(1, int(self.timeout))
+            )
+        except psycopg.Error as error:
+            raise DatabaseSetupError(self._describe_connect(error)) from None
+        with conn:
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as error:
+                reason = _scrub(str(error).strip().splitlines()[0], self._url)
+                msg = (
+                    f"the database at {self.safe_url} ({_SETTING}) has no 'vector' extension "
+                    f"and it cannot be created ({reason}); install pgvector on the server and "
+                    "run 'CREATE EXTENSION vector;' as a user allowed to, then start again."
+                )
+                raise DatabaseSetupError(msg) from None
+
+    def _describe_connect(self, error: Exception) -> str:
+        reason = _scrub(" ".join(str(error).split()), self._url)
+        lowered = reason.lower()
+        if "password authentication failed" in lowered or "authentication" in lowered:
+            fix = "check the user name and password in the URL"
+        elif "does not exist" in lowered:
+            fix = "create the database or fix its name in the URL"
+        else:
+            fix = "check the host and port in the URL and that Postgres is running and reachable"
+        return f"cannot connect to the database at {self.safe_url} ({_SETTING}): {reason}; {fix}."
+
+    def _vector_version(self) -> tuple[int, ...]:
+        with self.connection() as conn:
+            row = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()
+        text = str(row[0]) if row else "0"
+        return tuple(int(part) for part in re.findall(r"\d+", text))
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection (autocommit); a lost database raises DatabaseUnavailableError."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            reason = _scrub(" ".join(str(error).split()), self._url)
+            msg = f"the database at {self.safe_url} is not answering: {reason}"
+            raise DatabaseUnavailableError(msg) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A pooled connection inside one transaction."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    def migrate(self, component: str, steps: Sequence[str]) -> None:
+        """Bring ``component`` to ``len(steps)``: run each SQL step not yet applied.
+
+        Runs under an advisory lock, so replicas starting together apply each
+        step once; the version reached is kept in ``cogito_schema``.
+        """
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('cogito_lc_schema'))")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS cogito_schema "
+                "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+            row = conn.execute(
+                "SELECT version FROM cogito_schema WHERE component = %s", (component,)
+            ).fetchone()
+            current = int(row[0]) if row else 0
+            if current > len(steps):
+                msg = (
+                    f"{component} in {self.safe_url} is at schema version {current}, newer "
+                    f"than this cogito-lc ({len(steps)}); upgrade cogito-lc."
+                )
+                raise DatabaseSetupError(msg)
+            for step in steps[current:]:
+                conn.execute(step)
+            conn.execute(
+                "INSERT INTO cogito_schema (component, version) VALUES (%s, %s) "
+                "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
+                (component, len(steps)),
+            )
+
+    def close(self) -> None:
+        """Close the pool."""
+        self.pool.close()
+
+
+def _configure(conn: Any) -> None:
+    from pgvector.psycopg import register_vector  # type: ignore[import-untyped]
+
+    register_vector(conn)
+
+
+def _memories_steps(table: str, dimension: int) -> list[str]:
+    name = _quote(table)
+    columns = ",\n".join(f'"{column}" TEXT' for column in COLUMNS)
+    create = f"""
+        CREATE TABLE IF NOT EXISTS {name} (
+            id TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            embedding vector({dimension}) NOT NULL,
+            {columns},
+            langchain_metadata JSONB,
+            seq BIGSERIAL,
+            content_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED
+        )"""
+    indexes = [
+        f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {name} "
+        "USING hnsw (embedding vector_cosine_ops)",
+        f"CREATE INDEX IF NOT EXISTS {table}_content_tsv ON {name} USING gin (content_tsv)",
+        f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
+        *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
+    ]
+    return [";\n".join([create, *indexes])]
+
+
+@dataclass
+class PostgresBinding:
+    """Where a ``PGVectorStore`` made by :func:`open_postgres_store` keeps its rows."""
+
+    database: PostgresDatabase
+    table: str
+    embeddings: Embeddings
+    engine: Any = field(repr=False, default=None)
+
+
+_BINDINGS: weakref.WeakKeyDictionary[VectorStore, PostgresBinding] = weakref.WeakKeyDictionary()
+_BINDINGS_LOCK = threading.Lock()
+
+
+def postgres_binding(store: VectorStore) -> PostgresBinding | None:
+    """The database and table of a store made by :func:`open_postgres_store`, else None."""
+    with _BINDINGS_LOCK:
+        try:
+            return _BINDINGS.get(store)
+        except TypeError:
+            return None
+
+
+def open_postgres_store(
+    url: str | PostgresDatabase,
+    embeddings: Embeddings,
+    *,
+    collection: str = "cogito_memories",
+) -> VectorStore:
+    """A ``PGVectorStore`` over the memories table ``collection``, created if needed.
+
+    Args:
+        url: The database URL, or an open :class:`PostgresDatabase`.
+        embeddings: The embedding model (its dimension sizes a new table).
+        collection: The table name.
+
+    Raises:
+        DatabaseSetupError: If the database cannot be used (see
+            :class:`PostgresDatabase`).
+    """
+    from langchain_postgres import PGEngine, PGVectorStore
+
+    database = url if isinstance(url, PostgresDatabase) else PostgresDatabase(url)
+    _quote(collection)
+    dimension = len(embeddings.embed_query("dimension probe"))
+    database.migrate(f"memories:{collection}", _memories_steps(collection, dimension))
+    engine = PGEngine.from_connection_string(database.sqlalchemy_url, pool_pre_ping=True)
+    store = PGVectorStore.create_sync(
+        engine,
+        embeddings,
+        collection,
+        id_column="id",
+        content_column="content",
+        embedding_column="embedding",
+        metadata_columns=list(COLUMNS),
+        metadata_json_column="langchain_metadata",
+    )
+    with _BINDINGS_LOCK:
+        _BINDINGS[store] = PostgresBinding(database, collection, embeddings, engine)
+    return store
+
+
+# -- filters -----------------------------------------------------------------------
+
+_SIMPLE = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_OPERATORS = frozenset({*_SIMPLE, "$in", "$nin"})
+_SCALARS = (str, int, float, bool)
+
+
+def where_to_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """A Postgres condition over the memories table equal to the ``where`` filter.
+
+    Matches like :func:`cogito_lc._core.filters.where_predicate`: a memory
+    without the key matches only ``$ne`` and ``$nin``; a value of another type
+    never matches. Keys in :data:`COLUMNS` use their column (and its index).
+
+    Example:
+        ```python
+        from cogito_lc._core.postgres import where_to_sql
+
+        sql, params = where_to_sql({"$and": [{"user_id": "a"}, {"n": {"$gt": 2}}]})
+        assert params[0] == "a" and '("user_id" = %s)' in sql
+        assert "jsonb_typeof" in sql  # a number compares only with numbers
+        assert where_to_sql(None) == ("TRUE", [])
+        ```
+    """
+    if where is None:
+        return "TRUE", []
+    if not isinstance(where, Mapping) or not where:
+        msg = f"a filter must be a non-empty dict, got {where!r}."
+        raise ValueError(msg)
+    parts: list[str] = []
+    params: list[Any] = []
+    for key, condition in where.items():
+        if key in {"$and", "$or"}:
+            if not isinstance(condition, list) or not condition:
+                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
+                raise ValueError(msg)
+            inner = [where_to_sql(part) for part in condition]
+            joiner = " AND " if key == "$and" else " OR "
+            parts.append("(" + joiner.join(sql for sql, _ in inner) + ")")
+            params.extend(p for _, part_params in inner for p in part_params)
+        elif key.startswith("$"):
+            msg = (
+                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
+            )
+            raise ValueError(msg)
+        else:
+            sql, cond_params = _comparison(key, condition)
+            parts.append(sql)
+            params.extend(cond_params)
+    return "(" + " AND ".join(parts) + ")", params
+
+
+def _comparison(key: str, condition: Any) -> tuple[str, list[Any]]:
+    op, operand = split_condition(key, condition, _OPERATORS)
+    values = operand if op in {"$in", "$nin"} else [operand]
+    for value in values:
+        if not isinstance(value, _SCALARS):
+            msg = f"filter value for {key!r} must be a str, int, float or bool, got {value!r}."
+            raise ValueError(msg)  # noqa: TRY004 - bad filter data
+    if key in COLUMNS:
+        return _column_comparison(f'"{key}"', op, values)
+    return _json_comparison(key, op, values)
+
+
+def _column_comparison(expr: str, op: str, values: list[Any]) -> tuple[str, list[Any]]:
+    texts = [v for v in values if isinstance(v, str)]
+    if op == "$in":
+        return (f"({expr} = ANY(%s))", [texts]) if texts else ("FALSE", [])
+    if op == "$nin":
+        return f"({expr} IS NULL OR NOT ({expr} = ANY(%s)))", [texts]
+    if not texts:  # a text column never equals or orders against a number
+        return ("TRUE", []) if op == "$ne" else ("FALSE", [])
+    if op == "$ne":
+        return f"({expr} IS NULL OR {expr} <> %s)", texts
+    return f"({expr} {_SIMPLE[op]} %s)", texts
+
+
+def _json_comparison(key: str, op: str, values: list[Any]) -> tuple[str, list[Any]]:
+    expr = "(langchain_metadata -> %s)"
+    encoded = [json.dumps(v) for v in values]
+    if op == "$in":
+        return f"({expr} = ANY(%s::jsonb[]))", [key, encoded]
+    if op == "$nin":
+        return f"({expr} IS NULL OR NOT ({expr} = ANY(%s::jsonb[])))", [key, key, encoded]
+    if op == "$ne":
+        return f"({expr} IS NULL OR {expr} <> %s::jsonb)", [key, key, encoded[0]]
+    if op == "$eq":
+        return f"({expr} = %s::jsonb)", [key, encoded[0]]
+    kind = "string" if isinstance(values[0], str) else "number"
+    return (
+        f"(jsonb_typeof({expr}) = '{kind}' AND {expr} {_SIMPLE[op]} %s::jsonb)",
+        [key, key, encoded[0]],
+    )
+
+
+# -- the adapter -------------------------------------------------------------------------
+
+SELECT_COLUMNS = ", ".join(["id", "content", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"])
+
+
+def row_document(row: Sequence[Any]) -> Document:
+    """The memory of a row selected as :data:`SELECT_COLUMNS`."""
+    doc_id, content = row[0], row[1]
+    metadata: dict[str, Any] = dict(row[2 + len(COLUMNS)] or {})
+    columns = zip(COLUMNS, row[2 : 2 + len(COLUMNS)], strict=True)
+    metadata.update({column: value for column, value in columns if value is not None})
+    return Document(page_content=content, metadata=metadata, id=doc_id)
+
+
+class PostgresAdapter(StoreAdapter):
+    """A store made by :func:`open_postgres_store`: every operation one SQL statement.
+
+    Filters go into the ``WHERE`` clause (scope keys hit their indexes); a
+    filtered search small enough is ranked exactly, a larger one through HNSW
+    with a wide candidate list (and iterative scans on pgvector 0.8+).
+    """
+
+    def __init__(self, store: VectorStore, binding: PostgresBinding) -> None:
+        super().__init__(store)
+        self.binding = binding
+        self.database = binding.database
+        self.table = _quote(binding.table)
+
+    # -- reads and deletes ------------------------------------------------------
+
+    def check_filters_by_metadata(self, purpose: str) -> None:
+        return None
+
+    def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
+        if not ids:
+            return []
+        sql, params = where_to_sql(where)
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM {self.table} WHERE id = ANY(%s) AND {sql}",  # noqa: S608
+                [list(ids), *params],
+            ).fetchall()
+        found = {row[0]: row_document(row) for row in rows}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def page(self, where: Mapping[str, Any] | None, limit: int, offset: int) -> list[Document]:
+        sql, params = where_to_sql(where)
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM {self.table} WHERE {sql} "  # noqa: S608
+                "ORDER BY seq LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            ).fetchall()
+        return [row_document(row) for row in rows]
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        sql, params = where_to_sql(where)
+        with self.database.connection() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM {self.table} WHERE {sql}",  # noqa: S608
+                params,
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
+        sql, params = where_to_sql(where)
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM {self.table} WHERE {sql} ORDER BY seq",  # noqa: S608
+                params,
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def delete(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        with self.database.connection() as conn:
+            conn.execute(
+                f"DELETE FROM {self.table} WHERE id = ANY(%s)",  # noqa: S608
+                [list(ids)],
+            )
+
+    def add_new(self, documents: Sequence[Document]) -> set[str]:
+        """Insert these documents in one statement; ids already held are left as they are.
+
+        Returns:
+            The ids inserted (a concurrent writer may have inserted the others).
+        """
+        if not documents:
+            return set()
+        vectors = self.binding.embeddings.embed_documents([d.page_content for d in documents])
+        placeholders = ", ".join(["%s"] * (4 + len(COLUMNS)))
+        names = ", ".join(
+            ["id", "content", "embedding", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"]
+        )
+        rows = []
+        for doc, vector in zip(documents, vectors, strict=True):
+            columns = [_as_text(doc.metadata.get(c)) for c in COLUMNS]
+            extra = {k: v for k, v in doc.metadata.items() if k not in COLUMNS}
+            vector_array = np.asarray(vector, dtype=np.float32)
+            rows.append([doc.id, doc.page_content, vector_array, *columns, json.dumps(extra)])
+        rows.sort(key=lambda row: str(row[0]))  # one lock order: concurrent batches never deadlock
+        values = ", ".join([f"({placeholders})"] * len(rows))
+        with self.database.connection() as conn:
+            found = conn.execute(
+                f"INSERT INTO {self.table} ({names}) VALUES {values} "  # noqa: S608
+                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                [value for row in rows for value in row],
+            ).fetchall()
+        return {row[0] for row in found}
+
+    # -- searches -----------------------------------------------------------------
+
+    def search_by_vectors(
+        self,
+        queries: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+    ) -> list[Run]:
+        """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
+        found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))
+        return [([doc for doc, _ in hits], False) for hits in found]
+
+    async def asearch_by_vectors(
+        self,
+        queries: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+    ) -> list[Run]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs
+        )
+
+    def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+        if not texts:
+            return []
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, content, embedding FROM {self.table} WHERE id = ANY(%s)",  # noqa: S608
+                [list(texts)],
+            ).fetchall()
+        found = {row[0]: row[2] for row in rows if texts.get(row[0]) == row[1]}
+        if set(found) != set(texts):
+            return None
+        return [np.asarray(found[key], dtype=np.float32) for key in texts]
+
+    def scored_search(
+        self, text: str, k: int, where: Mapping[str, Any] | None = None
+    ) -> list[ScoredDocument]:
+        """The ``k`` nearest memories matching ``where``, scored by cosine similarity."""
+        vector = np.asarray(self.binding.embeddings.embed_query(text), dtype=np.float32)
+        return self._nearest(vector, k, where)
+
+    def _nearest(self, vector: Any, k: int, where: Any) -> list[ScoredDocument]:
+        return self._nearest_many([vector], [k], where)[0]
+
+    def _nearest_many(
+        self, vectors: Sequence[Any], ks: Sequence[int], where: Any
+    ) -> list[list[ScoredDocument]]:
+        sql, params = where_to_sql(where)
+        found: list[list[ScoredDocument]] = []
+        with self.database.connection() as conn:
+            order, settings = "embedding <=> %s", list[str]()
+            if where is not None:
+                order, settings = self._filtered_plan(conn, sql, params, max(ks, default=1))
+            # Settings, searches and commit sent at once: one round trip.
+            with conn.pipeline(), conn.transaction():
+                for setting in settings:
+                    conn.execute(setting)
+                cursors = [
+                    conn.execute(
+                        f"SELECT {SELECT_COLUMNS}, embedding <=> %s AS distance "  # noqa: S608
+                        f"FROM {self.table} WHERE {sql} ORDER BY {order} LIMIT %s",
+                        [query, *params, query, k],
+                    )
+                    for query, k in zip(_vectors(vectors), ks, strict=True)
+                ]
+            for cursor in cursors:
+                rows = cursor.fetchall()
+                found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
+        return found
+
+    def _filtered_plan(
+        self, conn: Any, sql: str, params: list[Any], k: int
+    ) -> tuple[str, list[str]]:
+        """How to order a filtered search, and the ``SET LOCAL`` statements it needs."""
+        if self.database.vector_version >= (0, 8):
+            return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
+        row = conn.execute(
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
+            f"LIMIT %s) AS matching), (SELECT count(*) FROM (SELECT 1 FROM {self.table} "
+            "LIMIT %s) AS held)",
+            [*params, EXACT_SEARCH_ROWS + 1, 2 * EXACT_SEARCH_ROWS + 2],
+        ).fetchone()
+        matching, held = (int(row[0]), int(row[1])) if row is not None else (0, 0)
+        if matching <= EXACT_SEARCH_ROWS and 2 * matching < held:
+            return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
+        # Most rows match (or too many to rank exactly): HNSW, a wide candidate list.
+        return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
+
+
+def _vectors(vectors: Sequence[Any]) -> list[Any]:
+    return [np.asarray(vector, dtype=np.float32) for vector in vectors]
+
+
+def _as_text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _postgres_adapter(store: VectorStore) -> StoreAdapter | None:
+    binding = postgres_binding(store)
+    return None if binding is None else PostgresAdapter(store, binding)
+
+
+register_adapter(_postgres_adapter)

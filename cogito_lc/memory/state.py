@@ -1,0 +1,160 @@
+"""State stores: where snapshots and vocabulary maps are kept (a directory, or a database).
+
+A :class:`StateStore` holds small named text documents (the snapshot, its
+metadata, the vocabulary map) and writes them atomically. The embedded store
+keeps them as files next to Chroma (:class:`DirectoryStateStore`, unchanged file
+names and layout); a Postgres store keeps them in a table
+(:class:`PostgresStateStore`), so every replica of the service serves what
+another built. Another backend (a Chroma server, an object store) implements the
+same four methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from cogito_lc._core.postgres import PostgresDatabase
+
+__all__ = ["DirectoryStateStore", "PostgresStateStore", "StateStore"]
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Named text documents, written atomically; ``child`` gives a namespace inside."""
+
+    def read(self, name: str) -> str | None:
+        """The document ``name``, or None when there is none."""
+
+    def write(self, documents: Mapping[str, str]) -> None:
+        """Write these documents (name to text), each replaced whole, never half-written."""
+
+    def child(self, name: str) -> StateStore:
+        """The state store of a namespace inside this one (e.g. one scope)."""
+
+    def location(self, name: str) -> str:
+        """Where the document ``name`` lives, for people (a path, a table row)."""
+
+
+class DirectoryStateStore:
+    """Documents as files in a directory, each replaced atomically (write, then rename).
+
+    Example:
+        ```python
+        import tempfile
+
+        from cogito_lc.memory.state import DirectoryStateStore
+
+        state = DirectoryStateStore(tempfile.mkdtemp())
+        state.child("scopes/a1").write({"snapshot.md": "# Memory"})
+        assert state.child("scopes/a1").read("snapshot.md") == "# Memory"
+        assert state.read("snapshot.md") is None
+        ```
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"DirectoryStateStore({str(self.directory)!r})"
+
+    def read(self, name: str) -> str | None:
+        """The file ``name``, or None when there is none."""
+        path = self.directory / name
+        if not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+
+    def write(self, documents: Mapping[str, str]) -> None:
+        """Write each file to a temporary name, then rename it over the old one."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name, text in documents.items():
+            tmp = self.directory / f".{name}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(self.directory / name)
+
+    def child(self, name: str) -> DirectoryStateStore:
+        """The subdirectory ``name``."""
+        return DirectoryStateStore(self.directory / name)
+
+    def location(self, name: str) -> str:
+        """The file's path."""
+        return str(self.directory / name)
+
+
+_STATE_STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS cogito_state (
+        name TEXT PRIMARY KEY,
+        content TEXT NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )
+    """
+]
+
+
+class PostgresStateStore:
+    """Documents as rows of the ``cogito_state`` table, written in one transaction.
+
+    Names are kept under a prefix (``<collection>/`` for a MemoryStore made by
+    :meth:`~cogito_lc.MemoryStore.from_database_url`), so collections sharing a
+    database keep their own state.
+
+    Example:
+        ```python
+        # needs: a Postgres database
+        from cogito_lc._core.postgres import PostgresDatabase
+        from cogito_lc.memory.state import PostgresStateStore
+
+        state = PostgresStateStore(PostgresDatabase("postgresql://me:secret@db/app"), "notes/")
+        state.write({"snapshot.md": "# Memory"})
+        assert state.read("snapshot.md") == "# Memory"
+        ```
+    """
+
+    def __init__(self, database: PostgresDatabase, prefix: str = "") -> None:
+        self.database = database
+        self.prefix = prefix
+        database.migrate("state", _STATE_STEPS)
+
+    def __repr__(self) -> str:
+        return f"PostgresStateStore({self.database!r}, {self.prefix!r})"
+
+    def read(self, name: str) -> str | None:
+        """The row ``name`` (under the prefix), or None when there is none."""
+        with self.database.connection() as conn:
+            row = conn.execute(
+                "SELECT content FROM cogito_state WHERE name = %s", (self.prefix + name,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def write(self, documents: Mapping[str, str]) -> None:
+        """Upsert every row in one transaction: all are written, or none."""
+        with self.database.transaction() as conn:
+            for name, text in documents.items():
+                conn.execute(
+                    "INSERT INTO cogito_state (name, content) VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO UPDATE "
+                    "SET content = EXCLUDED.content, updated_at = now()",
+                    (self.prefix + name, text),
+                )
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Delete these documents (unknown names are ignored)."""
+        with self.database.connection() as conn:
+            conn.execute(
+                "DELETE FROM cogito_state WHERE name = ANY(%s)",
+                ([self.prefix + name for name in names],),
+            )
+
+    def child(self, name: str) -> PostgresStateStore:
+        """The rows under ``<prefix><name>/``."""
+        child = PostgresStateStore.__new__(PostgresStateStore)
+        child.database = self.database
+        child.prefix = f"{self.prefix}{name}/"
+        return child
+
+    def location(self, name: str) -> str:
+        """``postgres:cogito_state/<prefix><name>``."""
+        return f"postgres:cogito_state/{self.prefix}{name}"

@@ -1,0 +1,45 @@
+"""A private Postgres 16 with pgvector for the integration tier (pgserver, from PyPI)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@contextmanager
+def private_postgres() -> Iterator[Any]:
+    """A pgserver instance in a fresh directory, stopped and deleted afterwards.
+
+    The directory is traversable by every user: run as root, pgserver runs
+    Postgres as its own ``pgserver`` user, which must reach the data directory
+    (pytest's own temporary directories are private to their owner).
+    """
+    pgserver = pytest.importorskip("pgserver")
+    parent = Path(tempfile.mkdtemp(prefix="cogito-pg-"))
+    parent.chmod(0o755)
+    server = pgserver.get_server(parent / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """The URL of a private Postgres server for the whole session."""
+    with private_postgres() as server:
+        yield server.get_uri()
+
+
+@pytest.fixture
+def pg_collection() -> str:
+    """A fresh table name, so tests sharing the server never see each other's memories."""
+    return f"it_{uuid.uuid4().hex[:12]}"

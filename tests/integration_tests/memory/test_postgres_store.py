@@ -1,0 +1,218 @@
+"""MemoryStore over a real Postgres with pgvector (pgserver), real MiniLM embeddings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import psycopg
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from cogito_lc import MemoryStore
+from cogito_lc._core.postgres import DatabaseSetupError, PostgresAdapter
+from cogito_lc.retrievers import PostgresLexicalIndex
+from tests.integration_tests.conftest import EXAMPLES_DATA
+
+
+def _memory(pg_url: str, collection: str, embeddings: Embeddings, **kwargs: object) -> MemoryStore:
+    return MemoryStore.from_database_url(
+        pg_url, embeddings=embeddings, collection=collection, **kwargs
+    )
+
+
+def test_store_recall_and_scopes(pg_url: str, pg_collection: str, minilm: Embeddings) -> None:
+    memory = _memory(pg_url, pg_collection, minilm)
+    assert isinstance(memory._store, PostgresAdapter)
+    alice, bob = memory.scoped({"user_id": "alice"}), memory.scoped({"user_id": "bob"})
+    summary = alice.seed(EXAMPLES_DATA, progress=False)
+    assert summary.failed == []
+    assert summary.stored == alice.count() == summary.chunks
+    bob.store("Bob's production region is us-east-2 (Ohio).")
+    docs = alice.as_retriever(k=3).invoke("Which AWS region does production run in?")
+    assert any("eu-west-1 (Ireland)" in d.page_content for d in docs)
+    assert all(d.metadata["user_id"] == "alice" for d in docs)
+    bob_docs = bob.as_retriever(k=3).invoke("Which AWS region does production run in?")
+    assert [d.page_content for d in bob_docs] == ["Bob's production region is us-east-2 (Ohio)."]
+    [(hit, score)] = bob.search("production region", k=5)
+    assert hit.metadata["user_id"] == "bob"
+    assert score is not None
+    assert 0 < score <= 1
+    assert memory.count() == summary.chunks + 1
+
+
+def test_dedup_update_delete_and_filters(
+    pg_url: str, pg_collection: str, minilm: Embeddings
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm, scope={"user_id": "alice"})
+    first = memory.store("Auth tokens expire after 3600 seconds.", metadata={"n": 3})
+    again = memory.store("Auth   tokens expire after 3600 seconds.")
+    assert again.id == first.id
+    assert again.metadata["created_at"] == first.metadata["created_at"]
+    assert memory.count() == 1
+    other = memory.store("Billing runs on port 8083.", metadata={"n": 1, "tag": "x"})
+    adapter = memory._store
+    assert adapter.count({"n": {"$gt": 2}}) == 1
+    assert adapter.count({"n": {"$gt": "a"}}) == 0  # another type never matches
+    assert adapter.count({"tag": {"$ne": "x"}}) == 1  # a missing key matches $ne
+    assert adapter.count({"$or": [{"tag": "x"}, {"n": 3}]}) == 2
+    assert adapter.count({"user_id": {"$in": ["alice", "carol"]}}) == 2
+    updated = memory.update(other.id or "", "Billing runs on port 9090.")
+    assert memory.get(other.id or "") is not None
+    assert memory.get(other.id or "").page_content == updated.page_content  # type: ignore[union-attr]
+    assert memory.scoped({"user_id": "bob"}).get(first.id or "") is None
+    memory.delete(first.id or "")
+    assert memory.count() == 1
+
+
+def test_a_small_scope_among_many_is_searched_exactly(pg_url: str, pg_collection: str) -> None:
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=32))
+    memory.scoped({"user_id": "crowd"}).store_many([f"crowd memory {i}" for i in range(600)])
+    few = memory.scoped({"user_id": "few"})
+    few.store_many(["alpha note", "beta note", "gamma note"])
+    found = few.search("a query unlike any note", k=5)
+    assert sorted(d.page_content for d, _ in found) == ["alpha note", "beta note", "gamma note"]
+
+
+def test_lexical_run_is_postgres_full_text(
+    pg_url: str, pg_collection: str, minilm: Embeddings
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm)
+    memory.scoped({"user_id": "a"}).store("The billing service listens on port 8083.")
+    memory.scoped({"user_id": "b"}).store("Port 8083 is closed on the bastion host.")
+    assert memory._lexical is not None
+    index = memory._lexical.index
+    assert isinstance(index, PostgresLexicalIndex)
+    [(doc, score)] = index.search("port 8083?", k=5, where={"user_id": "a"})
+    assert doc.metadata["user_id"] == "a"
+    assert score > 0
+    assert len(index.search("8083", k=5)) == 2
+    for query in ["'; DROP TABLE x; --", "a & b | !c <-> d", "???", "", "(((", "ünïcode 'quote'"]:
+        index.search(query, k=5)  # plain words, never query syntax: no error
+    assert index.scores("billing port", [doc.id or "", "missing"])["missing"] == 0.0
+    assert index.covers_all({"user_id": "a"}) is False
+    assert memory.count() == 2
+
+
+def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -> None:
+    embeddings = DeterministicFakeEmbedding(size=8)
+    first = _memory(pg_url, pg_collection, embeddings)
+    first.store("kept across opens")
+    second = _memory(pg_url, pg_collection, embeddings)
+    assert second.count() == 1
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute(
+            "SELECT version FROM cogito_schema WHERE component = %s", (f"memories:{pg_collection}",)
+        ).fetchone()
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = %s", (pg_collection,)
+            )
+        }
+    assert row == (1,)
+    assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes)
+    assert any("gin" in d and "content_tsv" in d for d in indexes)
+    assert any("(user_id)" in d for d in indexes)
+
+
+def test_same_text_from_two_threads_is_one_memory(pg_url: str, pg_collection: str) -> None:
+    embeddings = DeterministicFakeEmbedding(size=16)
+    stores = [_memory(pg_url, pg_collection, embeddings) for _ in range(2)]  # no shared lock
+    barrier = threading.Barrier(2)
+    ids: list[str] = []
+
+    def write(memory: MemoryStore) -> None:
+        barrier.wait()
+        ids.extend(
+            memory.store(f"shared memory {i}", scope={"user_id": "u"}).id or "" for i in range(30)
+        )
+
+    threads = [threading.Thread(target=write, args=(m,)) for m in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(ids) == 60
+    assert len(set(ids)) == 30
+    assert stores[0].count() == 30
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from cogito_lc import MemoryStore
+
+    memory = MemoryStore.from_database_url(
+        sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16), collection=sys.argv[2]
+    )
+    ids = memory.store_many([f"process memory {i}" for i in range(40)], scope={"user_id": "p"})
+    print(len(set(ids)))
+    """
+)
+
+
+def test_same_texts_from_two_processes_are_one_memory_each(pg_url: str, pg_collection: str) -> None:
+    _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=16))  # create the table
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, pg_url, pg_collection],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [w.communicate(timeout=300) for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], outputs
+    assert all(out.strip().splitlines()[-1] == "40" for out, _ in outputs)
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=16))
+    assert memory.count({"user_id": "p"}) == 40
+
+
+def test_setup_errors_name_the_setting_and_hide_the_password(pg_collection: str) -> None:
+    url = "postgresql://cogito:hunter2secret@127.0.0.1:1/app"
+    with pytest.raises(DatabaseSetupError) as raised:
+        _memory(url, pg_collection, DeterministicFakeEmbedding(size=8))
+    message = str(raised.value)
+    assert "COGITO_DATABASE_URL" in message
+    assert "hunter2secret" not in message
+    assert "cogito:***@127.0.0.1:1" in message
+
+
+def test_a_missing_database_is_named(pg_url: str, pg_collection: str) -> None:
+    url = pg_url.replace("/postgres?", "/no_such_db?")
+    with pytest.raises(DatabaseSetupError, match="create the database"):
+        _memory(url, pg_collection, DeterministicFakeEmbedding(size=8))
+
+
+def test_snapshot_and_vocab_map_built_on_one_replica_are_served_by_another(
+    pg_url: str, pg_collection: str
+) -> None:
+    from cogito_lc import SnapshotBuilder, load_snapshot
+    from cogito_lc.memory._vocab_file import save_vocab_map
+
+    embeddings = DeterministicFakeEmbedding(size=16)
+    builder_side = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "alice"})
+    builder_side.store_many(["Deploys go out on Tuesdays.", "The on-call rota is weekly."])
+    built = SnapshotBuilder.from_llm(None).build(builder_side)
+    assert built.path == f"postgres:cogito_state/{pg_collection}/snapshot.md"
+    assert builder_side.state is not None
+    save_vocab_map(builder_side.state, {"deploy": ["release", "ship"]})
+    scope_state = builder_side.state.child("scopes/abc")
+    scope_state.write({"snapshot.md": "scoped text"})
+
+    other = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "alice"})
+    served = load_snapshot(other)
+    assert served is not None
+    assert served.text == built.text
+    assert served.count == 2
+    assert other.vocab_map == {"deploy": ["release", "ship"]}
+    assert other.state is not None
+    assert other.state.child("scopes/abc").read("snapshot.md") == ("scoped text")
+    elsewhere = _memory(pg_url, f"{pg_collection}_b", embeddings)
+    assert load_snapshot(elsewhere) is None
+    assert elsewhere.vocab_map is None
