@@ -383,6 +383,16 @@ class ChromaAdapter(StoreAdapter):
             return None
         return Path(settings.persist_directory)
 
+    def is_remote(self) -> bool:
+        """Whether the store is a Chroma server reached over HTTP (``chromadb.HttpClient``)."""
+        settings = self.store._client.get_settings()  # type: ignore[attr-defined]
+        return "fastapi" in str(settings.chroma_api_impl).lower()
+
+    def side_collection(self, suffix: str) -> Any:
+        """A collection beside the store's, on the same client, named ``<name><suffix>``."""
+        client = self.store._client  # type: ignore[attr-defined]
+        return client.get_or_create_collection(f"{self.collection.name}{suffix}")
+
     # -- searches -----------------------------------------------------------------
 
     def search_by_vectors(

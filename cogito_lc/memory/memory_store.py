@@ -19,7 +19,13 @@ from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
 from cogito_lc._core.postgres import PostgresDatabase, open_postgres_store
-from cogito_lc._core.stores import ScoredDocument, StoreAdapter, adapter_for, check_filterable
+from cogito_lc._core.stores import (
+    ChromaAdapter,
+    ScoredDocument,
+    StoreAdapter,
+    adapter_for,
+    check_filterable,
+)
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
@@ -33,7 +39,12 @@ from cogito_lc.memory.scope import (
     normalise_text,
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
-from cogito_lc.memory.state import DirectoryStateStore, PostgresStateStore, StateStore
+from cogito_lc.memory.state import (
+    ChromaStateStore,
+    DirectoryStateStore,
+    PostgresStateStore,
+    StateStore,
+)
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
@@ -53,6 +64,8 @@ RESERVED_METADATA_KEYS = frozenset(
 """Metadata keys the store sets itself; user metadata may not use them."""
 
 
+STATE_COLLECTION_SUFFIX = "-cogito-state"
+"""On a Chroma server, snapshots and vocabulary maps go to the collection ``<name><suffix>``."""
 VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
@@ -165,9 +178,12 @@ class MemoryStore:
         directory by default; None for in-memory stores (nothing is saved)."""
         self.state: StateStore | None = state
         """Where the snapshot and the vocabulary map are saved: given, or files in
-        ``data_dir`` (a table for :meth:`from_database_url`); None saves nothing."""
+        ``data_dir`` (a table for :meth:`from_database_url`, a collection beside the
+        memories on a Chroma server); None saves nothing."""
         if self.state is None and self.data_dir is not None:
             self.state = DirectoryStateStore(self.data_dir)
+        if self.state is None and isinstance(self._store, ChromaAdapter):
+            self.state = _server_state(self._store)
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
@@ -760,6 +776,13 @@ class MemoryStore:
 
 _VERIFIED_STORES: weakref.WeakSet[VectorStore] = weakref.WeakSet()
 _VERIFIED_LOCK = threading.Lock()
+
+
+def _server_state(store: ChromaAdapter) -> StateStore | None:
+    """A Chroma server's state collection, or None for a local client."""
+    if not store.is_remote():
+        return None
+    return ChromaStateStore(store.side_collection(STATE_COLLECTION_SUFFIX))
 
 
 def _first_use(store: VectorStore) -> bool:

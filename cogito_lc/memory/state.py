@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from cogito_lc._core.postgres import PostgresDatabase
 
-__all__ = ["DirectoryStateStore", "PostgresStateStore", "StateStore"]
+__all__ = ["ChromaStateStore", "DirectoryStateStore", "PostgresStateStore", "StateStore"]
 
 
 @runtime_checkable
@@ -158,3 +158,57 @@ class PostgresStateStore:
     def location(self, name: str) -> str:
         """``postgres:cogito_state/<prefix><name>``."""
         return f"postgres:cogito_state/{self.prefix}{name}"
+
+
+class ChromaStateStore:
+    """Documents in a collection of their own beside the memories, on a Chroma server.
+
+    A service whose memories live on a Chroma server (``COGITO_CHROMA_HOST``)
+    keeps its snapshots and vocabulary maps there too, so no local directory is
+    needed and every process using the server sees what another built. Each
+    write is one ``upsert`` of every document (one record batch in Chroma).
+
+    Example:
+        ```python
+        import chromadb
+
+        from cogito_lc.memory.state import ChromaStateStore
+
+        collection = chromadb.EphemeralClient().get_or_create_collection("notes-state")
+        state = ChromaStateStore(collection)
+        state.child("scopes/a1").write({"snapshot.md": "# Memory"})
+        assert state.child("scopes/a1").read("snapshot.md") == "# Memory"
+        assert state.read("snapshot.md") is None
+        ```
+    """
+
+    def __init__(self, collection: Any, prefix: str = "") -> None:
+        self.collection = collection
+        self.prefix = prefix
+
+    def __repr__(self) -> str:
+        return f"ChromaStateStore({self.collection.name!r}, {self.prefix!r})"
+
+    def read(self, name: str) -> str | None:
+        """The document ``name`` (under the prefix), or None when there is none."""
+        found = self.collection.get(ids=[self.prefix + name], include=["documents"])
+        documents = found.get("documents") or []
+        return str(documents[0]) if documents and documents[0] is not None else None
+
+    def write(self, documents: Mapping[str, str]) -> None:
+        """Upsert every document in one call."""
+        if not documents:
+            return
+        self.collection.upsert(
+            ids=[self.prefix + name for name in documents],
+            documents=list(documents.values()),
+            embeddings=[[0.0]] * len(documents),
+        )
+
+    def child(self, name: str) -> ChromaStateStore:
+        """The documents under ``<prefix><name>/``."""
+        return ChromaStateStore(self.collection, f"{self.prefix}{name}/")
+
+    def location(self, name: str) -> str:
+        """``chroma:<collection>/<prefix><name>``."""
+        return f"chroma:{self.collection.name}/{self.prefix}{name}"

@@ -244,8 +244,9 @@ def memory_from_settings(
     """A MemoryStore for the settings: store, embeddings, fact extractor and scope.
 
     The store's scope is ``{"user_id": settings.user_id}``; snapshots and the
-    vocabulary map are kept in ``store_path`` (also with a Chroma server), or in
-    the database with ``database_url`` (Postgres, table ``collection``); with a chat model
+    vocabulary map are kept in ``store_path``, in a collection beside the memories
+    on a Chroma server (``chroma_host``), or in the database with ``database_url``
+    (Postgres, table ``collection``); with a chat model
     configured (``llm_model`` or ``filter_model``) ``add`` extracts facts
     through it, else it stores text verbatim (``fallback_no_llm``).
 
@@ -283,5 +284,5 @@ def memory_from_settings(
         scope={"user_id": settings.user_id},
         max_text_chars=settings.max_text_chars,
         vocab_map=settings.vocab_map,
-        data_dir=settings.store_path,
+        data_dir=None if settings.chroma_host else settings.store_path,
     )

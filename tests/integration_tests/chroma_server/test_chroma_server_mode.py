@@ -102,3 +102,46 @@ def test_the_service_runs_on_a_chroma_server(server: ChromaServer, tmp_path: Pat
     finally:
         service.stop()
     assert "Traceback" not in service.log_tail(1_000_000)
+
+
+def test_snapshots_live_on_the_server_not_in_a_local_directory(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    settings = {
+        "COGITO_CHROMA_HOST": server.host,
+        "COGITO_CHROMA_PORT": str(server.port),
+        "COGITO_COLLECTION": f"snap-{uuid.uuid4().hex[:8]}",
+        "COGITO_ALLOW_REQUEST_SCOPE": "true",
+    }
+    first = start_service(tmp_path / "first", settings=settings, log_name="first.log")
+    try:
+        with first.client(user="jobs") as client:
+            client.post("/store", json={"text": "The billing service listens on port 8083."})
+            built = client.post("/snapshot/build", json={"rebuild": True})
+            assert built.status_code == 200, built.text
+            snapshot = built.json()["snapshot"]
+            assert "port 8083" in snapshot
+    finally:
+        first.stop()
+    assert not any((tmp_path / "first").rglob("snapshot*")), "nothing saved beside the process"
+    second = start_service(tmp_path / "second", settings=settings, log_name="second.log")
+    try:
+        with second.client(user="jobs") as client:
+            served = client.get("/snapshot")
+            assert served.status_code == 200, served.text
+            assert served.json()["snapshot"] == snapshot
+    finally:
+        second.stop()
+
+
+def test_a_memory_store_on_a_server_keeps_its_state_there(
+    server: ChromaServer, minilm: Embeddings
+) -> None:
+    from cogito_lc.memory.state import ChromaStateStore
+
+    memory = MemoryStore(_remote(server, minilm, f"state-{uuid.uuid4().hex[:8]}"))
+    assert isinstance(memory.state, ChromaStateStore)
+    memory.state.child("scopes/x").write({"vocab.json": "{}"})
+    again = MemoryStore(_remote(server, minilm, memory.vectorstore._collection.name))
+    assert again.state is not None
+    assert again.state.child("scopes/x").read("vocab.json") == "{}"
