@@ -19,7 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "uvicorn", "pydantic_settings", "httpx"),
     "cli": ("typer", "rich", "fastapi", "uvicorn", "pydantic_settings", "httpx"),  # and server's
     "bench": ("langchain_classic", "psutil"),
-    "postgres": ("langchain_postgres", "psycopg"),
+    "postgres": ("langchain_postgres", "psycopg", "psycopg_pool", "pgvector"),
     "langgraph": ("langgraph",),
     "mcp": ("mcp", "fastapi", "uvicorn", "pydantic_settings", "httpx"),  # and server's
 }

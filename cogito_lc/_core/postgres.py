@@ -32,6 +32,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.stores import Run, ScoredDocument, StoreAdapter, Vector, register_adapter
@@ -140,6 +141,7 @@ class PostgresDatabase:
     """
 
     def __init__(self, url: str, *, max_size: int = 8, timeout: float = 5.0) -> None:
+        require_extra("postgres", "The Postgres store")
         from psycopg_pool import ConnectionPool
 
         self._url = url

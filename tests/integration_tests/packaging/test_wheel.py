@@ -26,6 +26,10 @@ EXTRA_COMPONENTS = {
     "cli": "import cogito_lc.cli.app",
     "bench": "import cogito_lc.bench.locomo",
     "langgraph": "from cogito_lc import CogitoStore",
+    "postgres": "from cogito_lc import MemoryStore\n"
+    "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+    "MemoryStore.from_database_url('postgresql://me@127.0.0.1:1/app', "
+    "embeddings=DeterministicFakeEmbedding(size=8))",
 }
 # Run with the server extra: providers are reached through the service's model settings.
 SERVER_COMPONENTS = {
@@ -37,7 +41,7 @@ PROVIDER_COMPONENTS = {
     "anthropic": "filter_model='anthropic:claude-haiku-4-5', anthropic_api_key='k'",
 }
 # Extras whose components are not part of this package yet (no code needs them).
-EXTRAS_WITHOUT_COMPONENTS = {"postgres"}
+EXTRAS_WITHOUT_COMPONENTS: set[str] = set()
 # The modules that need an extra on import (the CLI's private helpers need only httpx).
 GATED = {
     "cogito_lc.service": "server",
