@@ -14,6 +14,7 @@ or to the first of their evidence turns (the same documents, labelled twice).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import pickle
@@ -35,7 +36,11 @@ from cogito_lc import RecallB
 from cogito_lc.bench import locomo
 from cogito_lc.bench.mem0_hybrid import SEMANTIC_K, hybrid_order, keyword_terms, keyword_tokens
 from cogito_lc.retrievers import Bm25Index
-from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
+from cogito_lc.retrievers.adaptive_fusion import (
+    adaptive_lexical_weight,
+    lexical_blend,
+    query_terms,
+)
 
 __all__ = [
     "FusionConfig",
@@ -81,6 +86,8 @@ class FusionConfig:
     """At most the 10 the runs were cached with."""
     lexical_floor: float = 1.0
     """1.0: fixed lexical weight; below 1, scaled by the lexical run's decisiveness."""
+    lexical_blend_weight: float = 0.0
+    """Share of the squashed absolute BM25 score in the final score (0: off)."""
 
 
 @dataclass
@@ -329,7 +336,19 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     scores = config.cosine_weight * parts.cosines + (1.0 - config.cosine_weight) * _unit_range(
         fused
     )
+    if config.lexical_blend_weight > 0:
+        scores = lexical_blend(
+            scores,
+            runs.bm25[parts.members].tolist(),
+            _terms(runs.question),
+            config.lexical_blend_weight,
+        )
     return [int(parts.members[i]) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+@functools.cache
+def _terms(question: str) -> int:
+    return query_terms(question)
 
 
 def vector_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
@@ -382,6 +401,21 @@ def adaptive_grid() -> list[FusionConfig]:
         FusionConfig(**{**c.__dict__, "lexical_floor": floor})
         for c in fixed
         for floor in (0.25, 0.5)
+    ]
+
+
+BLEND_WEIGHTS = (0.2, 0.4, 0.6)
+"""The shares of the squashed absolute BM25 score tried by :func:`blend_grid`."""
+
+
+def blend_grid() -> list[FusionConfig]:
+    """The adaptive grid plus each fixed or half-floor point with a lexical blend term."""
+    fixed = default_grid()
+    return adaptive_grid() + [
+        FusionConfig(**{**c.__dict__, "lexical_floor": floor, "lexical_blend_weight": weight})
+        for c in fixed
+        for floor in (1.0, 0.5)
+        for weight in BLEND_WEIGHTS
     ]
 
 
@@ -467,7 +501,11 @@ def cross_validate(
     """Score the baselines, RecallB's defaults and each grid fitted leave-one-conversation-out."""
     if grids is None:
         fixed = len(default_grid())
-        grids = {"recall_b_cv": adaptive_grid()[:fixed], "recall_b_adaptive_cv": adaptive_grid()}
+        grids = {
+            "recall_b_cv": adaptive_grid()[:fixed],
+            "recall_b_adaptive_cv": adaptive_grid(),
+            "recall_b_blend_cv": blend_grid(),
+        }
     groups: dict[tuple[str, bool], list[UnitVariant]] = {}
     for variant in caches:
         groups.setdefault((variant.unit, variant.captions), []).append(variant)

@@ -38,7 +38,11 @@ from cogito_lc.retrievers._subquery_vectors import (
     embed_subqueries,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
-from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
+from cogito_lc.retrievers.adaptive_fusion import (
+    adaptive_lexical_weight,
+    lexical_blend,
+    query_terms,
+)
 from cogito_lc.retrievers.lexical_index import LexicalIndex
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 
@@ -146,6 +150,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     weight is scaled by how decisive the run is for this query, from this share (its two
     best scores equal) up to the full weight (the best far ahead of the runner-up);
     see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
+    lexical_blend_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    """0 (default) turns it off. Share of each candidate's absolute corpus BM25 score,
+    squashed to 0..1 by mem0's logistic curve, in the final score; the rest is the
+    cosine and rank blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -237,7 +245,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
-        if self.corpus_bm25_weight <= 0 and self.bm25_weight <= 0:
+        if (
+            self.corpus_bm25_weight <= 0
+            and self.bm25_weight <= 0
+            and self.lexical_blend_weight <= 0
+        ):
             return None
         where = self.search_kwargs.get("filter")
         if isinstance(self.lexical_index, Bm25Index):
@@ -318,7 +330,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
             return []
-        scores = blend(cosines, fused, self.cosine_weight)
+        scores = self._lexical_blend(
+            decomposition.queries[0], blend(cosines, fused, self.cosine_weight), hits, keys
+        )
         order = np.argsort(-scores, kind="stable")[:k]
         method = decomposition.method + ("_t" if found.text_search else "")
         return [
@@ -359,6 +373,19 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         scores = hits.scores(lexical_run[:2])
         top = [scores.get(key, 0.0) for key in lexical_run[:2]]
         return adaptive_lexical_weight(self.corpus_bm25_weight, top, self.lexical_floor)
+
+    def _lexical_blend(
+        self, query: str, scores: Vector, hits: _LexicalRun | None, keys: list[str]
+    ) -> Vector:
+        if self.lexical_blend_weight <= 0 or hits is None:
+            return scores
+        raw = hits.scores(keys)
+        return lexical_blend(
+            scores,
+            [raw.get(key, 0.0) for key in keys],
+            query_terms(query),
+            self.lexical_blend_weight,
+        )
 
     @staticmethod
     def _pool_bm25_run(
