@@ -76,18 +76,24 @@ class UnitVariant:
 class FusionConfig:
     """RecallB's fusion knobs, as scored offline (the same names as RecallB's fields)."""
 
-    rrf_k: int = 10
+    rrf_k: int = 5
     cosine_weight: float = 0.35
     corpus_bm25_weight: float = 4.0
     fragment_weight: float = 0.5
-    bm25_weight: float = 0.5
+    bm25_weight: float = 0.0
     original_weight: float = 1.0
     corpus_bm25_k: int = 10
     """At most the 10 the runs were cached with."""
-    lexical_floor: float = 1.0
+    lexical_floor: float = 0.5
     """1.0: fixed lexical weight; below 1, scaled by the lexical run's decisiveness."""
-    lexical_blend_weight: float = 0.0
+    lexical_blend_weight: float = 0.6
     """Share of the squashed absolute BM25 score in the final score (0: off)."""
+
+
+PREVIOUS_DEFAULTS = FusionConfig(
+    rrf_k=10, bm25_weight=0.5, lexical_floor=1.0, lexical_blend_weight=0.0
+)
+"""RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
 
 
 @dataclass
@@ -141,7 +147,10 @@ class _CapturingRecallB(RecallB):
 
 
 def _cache_path(data: Path, variant: UnitVariant, questions: int | None) -> Path:
-    digest = hashlib.blake2b(f"{data.resolve()}|{data.stat().st_size}|{questions}".encode())
+    # RecallB's defaults are in the key: the cached live top 10 follows them.
+    digest = hashlib.blake2b(
+        f"{data.resolve()}|{data.stat().st_size}|{questions}|{FusionConfig()}".encode()
+    )
     name = f"{variant.unit}-{int(variant.captions)}-{digest.hexdigest()[:10]}.pkl"
     return CACHE_DIR / name
 
@@ -383,9 +392,17 @@ BASELINES = {
 
 
 def default_grid() -> list[FusionConfig]:
-    """The fixed-weight configurations searched (the current defaults among them)."""
+    """The fixed-weight configurations searched (the previous defaults among them)."""
     return [
-        FusionConfig(rrf_k, cosine, lexical, fragment, pool_bm25)
+        FusionConfig(
+            rrf_k,
+            cosine,
+            lexical,
+            fragment,
+            pool_bm25,
+            lexical_floor=1.0,
+            lexical_blend_weight=0.0,
+        )
         for rrf_k in (5, 10, 20)
         for cosine in (0.2, 0.35, 0.5)
         for lexical in (2.0, 4.0, 8.0)
@@ -517,6 +534,7 @@ def cross_validate(
         return scored
 
     table: Table = {name: score_all(order) for name, order in BASELINES.items()}
+    table["recall_b_previous"] = score_all(lambda runs: fusion_order(runs, PREVIOUS_DEFAULTS))
     table["recall_b"] = score_all(lambda runs: fusion_order(runs, FusionConfig()))
     chosen: dict[str, list[FusionConfig]] = {}
     scored: dict[FusionConfig, dict[str, list[Hits]]] = {}

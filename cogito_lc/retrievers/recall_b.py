@@ -110,14 +110,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     """Passed to every sub-search, e.g. ``{"filter": {"user_id": "alice"}}``. A Chroma-style
     ``where`` dict is translated for an ``InMemoryVectorStore`` (which takes a function of
     the Document); other stores get the filter as given."""
-    rrf_k: int = Field(default=10, ge=0)
+    rrf_k: int = Field(default=5, ge=0)
     """The reciprocal rank fusion constant (lower favours the top of each run)."""
     original_weight: float = Field(default=1.0, ge=0.0)
     """RRF weight of the original query's vector run."""
     fragment_weight: float = Field(default=0.5, ge=0.0)
     """RRF weight of each fragment's vector run."""
-    bm25_weight: float = Field(default=0.5, ge=0.0)
-    """RRF weight of the BM25 run over the candidate pool; 0 turns it off."""
+    bm25_weight: float = Field(default=0.0, ge=0.0)
+    """RRF weight of the BM25 run over the candidate pool; 0 (default) turns it off."""
     corpus_bm25_weight: float = Field(default=4.0, ge=0.0)
     """RRF weight of the BM25 run over the whole corpus; 0 turns it off."""
     corpus_bm25_k: int = Field(default=10, ge=1)
@@ -145,15 +145,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     sub-queries in one ``embed_documents`` call; ``"per_query"`` calls ``embed_query``
     for each (for asymmetric models); ``"auto"`` (default) uses span where the
     embeddings allow it, else batch."""
-    lexical_floor: float = Field(default=1.0, ge=0.0, le=1.0)
-    """1.0 (default) keeps ``corpus_bm25_weight`` fixed. Below 1, the corpus BM25 run's
+    lexical_floor: float = Field(default=0.5, ge=0.0, le=1.0)
+    """1.0 keeps ``corpus_bm25_weight`` fixed. Below 1 (default 0.5), the corpus BM25 run's
     weight is scaled by how decisive the run is for this query, from this share (its two
     best scores equal) up to the full weight (the best far ahead of the runner-up);
     see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
-    lexical_blend_weight: float = Field(default=0.0, ge=0.0, le=1.0)
-    """0 (default) turns it off. Share of each candidate's absolute corpus BM25 score,
-    squashed to 0..1 by mem0's logistic curve, in the final score; the rest is the
-    cosine and rank blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
+    lexical_blend_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Share of each candidate's absolute corpus BM25 score, squashed to 0..1 by mem0's
+    logistic curve, in the final score (0 turns it off); the rest is the cosine and rank
+    blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()

@@ -71,7 +71,15 @@ def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any,
     grid = [FusionConfig(cosine_weight=w) for w in (0.0, 0.35, 1.0)]
     result = locomo_cv.cross_validate(cached, {"fitted": grid})
     assert len(result.chosen["fitted"]) == 3
-    assert set(result.table) == {"vector", "bm25", "ensemble", "mem0_hybrid", "recall_b", "fitted"}
+    assert set(result.table) == {
+        "vector",
+        "bm25",
+        "ensemble",
+        "mem0_hybrid",
+        "recall_b_previous",
+        "recall_b",
+        "fitted",
+    }
     assert all(len(folds) == 3 for folds in result.table["fitted"].values())
     assert set(result.table["recall_b"]) == {"turns", "facts/all", "facts/first"}
     assert result.live_agreement == 1.0
@@ -108,10 +116,10 @@ def _runs(bm25: list[float]) -> QuestionRuns:
 
 
 def test_a_flat_lexical_run_weighs_less_under_adaptive_fusion() -> None:
-    fixed = FusionConfig(corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5)
-    adaptive = FusionConfig(
-        corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5, lexical_floor=0.0
+    fixed = FusionConfig(
+        corpus_bm25_weight=2.0, cosine_weight=0.5, lexical_floor=1.0, lexical_blend_weight=0.0
     )
+    adaptive = dataclasses.replace(fixed, lexical_floor=0.0)
     flat = _runs([0.0, 0.0, 0.0, 5.0, 5.0])
     assert locomo_cv.fusion_order(flat, fixed)[0] == 3
     assert locomo_cv.fusion_order(flat, adaptive)[0] == 0
@@ -171,3 +179,9 @@ def test_the_blend_grid_adds_blend_weights_to_the_adaptive_grid() -> None:
     assert grid[: len(locomo_cv.adaptive_grid())] == locomo_cv.adaptive_grid()
     assert {c.lexical_blend_weight for c in grid} == {0.0, *locomo_cv.BLEND_WEIGHTS}
     assert len(set(grid)) == len(grid)
+
+
+def test_the_offline_defaults_are_recall_b_defaults() -> None:
+    defaults = RecallB.model_fields
+    for name, value in dataclasses.asdict(FusionConfig()).items():
+        assert defaults[name].default == value, name

@@ -44,8 +44,10 @@ def test_a_decisive_lexical_run_keeps_its_full_weight() -> None:
     assert _rrf(store, query, lexical_floor=0.0) == _rrf(store, query)
 
 
-def test_the_default_floor_keeps_the_weight_fixed() -> None:
-    assert RecallB(vectorstore=_store()).lexical_floor == 1.0
+def test_floor_one_keeps_the_weight_fixed() -> None:
+    store = _store()
+    query = "lighthouse keeper"  # flat: the default floor halves the weight, 1.0 does not
+    assert _rrf(store, query, lexical_floor=1.0) != _rrf(store, query)
 
 
 def _top(store: InMemoryVectorStore, query: str, **options: float) -> list[str]:
@@ -53,8 +55,15 @@ def _top(store: InMemoryVectorStore, query: str, **options: float) -> list[str]:
     return [str(d.id) for d in docs]
 
 
-def test_the_lexical_blend_is_off_by_default() -> None:
-    assert RecallB(vectorstore=_store()).lexical_blend_weight == 0.0
+def test_a_zero_lexical_blend_leaves_the_rank_and_cosine_blend() -> None:
+    store = _store()
+    query = "gardener keeper paints"
+    docs = RecallB(vectorstore=store, k=4, lexical_blend_weight=0.0).invoke(query)
+    blended = RecallB(vectorstore=store, k=4).invoke(query)
+    assert [d.metadata[METADATA_KEY]["score"] for d in docs] != [
+        d.metadata[METADATA_KEY]["score"] for d in blended
+    ]
+    assert max(d.metadata[METADATA_KEY]["score"] for d in docs) == pytest.approx(1.0)
 
 
 def test_a_full_lexical_blend_orders_by_the_squashed_bm25_score() -> None:
