@@ -14,6 +14,7 @@ or to the first of their evidence turns (the same documents, labelled twice).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import pickle
@@ -35,7 +36,11 @@ from cogito_lc import RecallB
 from cogito_lc.bench import locomo
 from cogito_lc.bench.mem0_hybrid import SEMANTIC_K, hybrid_order, keyword_terms, keyword_tokens
 from cogito_lc.retrievers import Bm25Index
-from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
+from cogito_lc.retrievers.adaptive_fusion import (
+    adaptive_lexical_weight,
+    lexical_blend,
+    query_terms,
+)
 
 __all__ = [
     "FusionConfig",
@@ -71,16 +76,24 @@ class UnitVariant:
 class FusionConfig:
     """RecallB's fusion knobs, as scored offline (the same names as RecallB's fields)."""
 
-    rrf_k: int = 10
+    rrf_k: int = 5
     cosine_weight: float = 0.35
     corpus_bm25_weight: float = 4.0
     fragment_weight: float = 0.5
-    bm25_weight: float = 0.5
+    bm25_weight: float = 0.0
     original_weight: float = 1.0
     corpus_bm25_k: int = 10
     """At most the 10 the runs were cached with."""
-    lexical_floor: float = 1.0
+    lexical_floor: float = 0.5
     """1.0: fixed lexical weight; below 1, scaled by the lexical run's decisiveness."""
+    lexical_blend_weight: float = 0.6
+    """Share of the squashed absolute BM25 score in the final score (0: off)."""
+
+
+PREVIOUS_DEFAULTS = FusionConfig(
+    rrf_k=10, bm25_weight=0.5, lexical_floor=1.0, lexical_blend_weight=0.0
+)
+"""RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
 
 
 @dataclass
@@ -135,7 +148,10 @@ class _CapturingRecallB(RecallB):
 
 
 def _cache_path(data: Path, variant: UnitVariant, questions: int | None) -> Path:
-    digest = hashlib.blake2b(f"{data.resolve()}|{data.stat().st_size}|{questions}".encode())
+    # RecallB's defaults are in the key: the cached live top 10 follows them.
+    digest = hashlib.blake2b(
+        f"{data.resolve()}|{data.stat().st_size}|{questions}|{FusionConfig()}".encode()
+    )
     name = f"{variant.unit}-{int(variant.captions)}-{digest.hexdigest()[:10]}.pkl"
     return CACHE_DIR / name
 
@@ -330,7 +346,19 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     scores = config.cosine_weight * parts.cosines + (1.0 - config.cosine_weight) * _unit_range(
         fused
     )
+    if config.lexical_blend_weight > 0:
+        scores = lexical_blend(
+            scores,
+            runs.bm25[parts.members].tolist(),
+            _terms(runs.question),
+            config.lexical_blend_weight,
+        )
     return [int(parts.members[i]) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+@functools.cache
+def _terms(question: str) -> int:
+    return query_terms(question)
 
 
 def vector_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
@@ -365,9 +393,17 @@ BASELINES = {
 
 
 def default_grid() -> list[FusionConfig]:
-    """The fixed-weight configurations searched (the current defaults among them)."""
+    """The fixed-weight configurations searched (the previous defaults among them)."""
     return [
-        FusionConfig(rrf_k, cosine, lexical, fragment, pool_bm25)
+        FusionConfig(
+            rrf_k,
+            cosine,
+            lexical,
+            fragment,
+            pool_bm25,
+            lexical_floor=1.0,
+            lexical_blend_weight=0.0,
+        )
         for rrf_k in (5, 10, 20)
         for cosine in (0.2, 0.35, 0.5)
         for lexical in (2.0, 4.0, 8.0)
@@ -383,6 +419,21 @@ def adaptive_grid() -> list[FusionConfig]:
         FusionConfig(**{**c.__dict__, "lexical_floor": floor})
         for c in fixed
         for floor in (0.25, 0.5)
+    ]
+
+
+BLEND_WEIGHTS = (0.2, 0.4, 0.6)
+"""The shares of the squashed absolute BM25 score tried by :func:`blend_grid`."""
+
+
+def blend_grid() -> list[FusionConfig]:
+    """The adaptive grid plus each fixed or half-floor point with a lexical blend term."""
+    fixed = default_grid()
+    return adaptive_grid() + [
+        FusionConfig(**{**c.__dict__, "lexical_floor": floor, "lexical_blend_weight": weight})
+        for c in fixed
+        for floor in (1.0, 0.5)
+        for weight in BLEND_WEIGHTS
     ]
 
 
@@ -468,7 +519,11 @@ def cross_validate(
     """Score the baselines, RecallB's defaults and each grid fitted leave-one-conversation-out."""
     if grids is None:
         fixed = len(default_grid())
-        grids = {"recall_b_cv": adaptive_grid()[:fixed], "recall_b_adaptive_cv": adaptive_grid()}
+        grids = {
+            "recall_b_cv": adaptive_grid()[:fixed],
+            "recall_b_adaptive_cv": adaptive_grid(),
+            "recall_b_blend_cv": blend_grid(),
+        }
     groups: dict[tuple[str, bool], list[UnitVariant]] = {}
     for variant in caches:
         groups.setdefault((variant.unit, variant.captions), []).append(variant)
@@ -480,6 +535,7 @@ def cross_validate(
         return scored
 
     table: Table = {name: score_all(order) for name, order in BASELINES.items()}
+    table["recall_b_previous"] = score_all(lambda runs: fusion_order(runs, PREVIOUS_DEFAULTS))
     table["recall_b"] = score_all(lambda runs: fusion_order(runs, FusionConfig()))
     chosen: dict[str, list[FusionConfig]] = {}
     scored: dict[FusionConfig, dict[str, list[Hits]]] = {}

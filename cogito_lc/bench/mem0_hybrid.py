@@ -16,7 +16,6 @@ spaCy's is built on) plus the forms of "do" spaCy adds.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +26,8 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr
+
+from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid
 
 __all__ = [
     "Mem0HybridRetriever",
@@ -58,30 +59,6 @@ def _tokenize(texts: list[str], *, return_ids: bool = True) -> Any:
 def keyword_terms(text: str) -> list[str]:
     """The BM25 terms of ``text``: lower-cased words without English stop words."""
     return [str(token) for token in _tokenize([text], return_ids=False)[0]]
-
-
-def bm25_sigmoid(raw: float, terms: int) -> float:
-    """mem0's BM25 normalisation: a logistic curve set by the number of query terms.
-
-    Example:
-        ```python
-        from cogito_lc.bench.mem0_hybrid import bm25_sigmoid
-
-        assert bm25_sigmoid(5.0, terms=2) == 0.5
-        assert bm25_sigmoid(0.0, terms=2) < 0.05
-        ```
-    """
-    if terms <= 3:
-        midpoint, steepness = 5.0, 0.7
-    elif terms <= 6:
-        midpoint, steepness = 7.0, 0.6
-    elif terms <= 9:
-        midpoint, steepness = 9.0, 0.5
-    elif terms <= 15:
-        midpoint, steepness = 10.0, 0.5
-    else:
-        midpoint, steepness = 12.0, 0.5
-    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint)))
 
 
 def hybrid_order(

@@ -5,13 +5,28 @@ memory sharing the query's rare words; a flat run (every candidate matching the
 same common word) is mostly noise. :func:`lexical_decisiveness` turns the top of
 a run into a 0..1 signal and :func:`adaptive_lexical_weight` scales the run's
 fusion weight by it, at the cost of reading two scores.
+
+:func:`lexical_blend` adds the absolute BM25 score of each candidate, squashed to
+0..1 by mem0's logistic curve (:func:`bm25_sigmoid`), as a term of the final
+blend: a strong keyword match counts however the rest of the pool scores.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-__all__ = ["adaptive_lexical_weight", "lexical_decisiveness"]
+import bm25s
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "adaptive_lexical_weight",
+    "bm25_sigmoid",
+    "lexical_blend",
+    "lexical_decisiveness",
+    "query_terms",
+]
 
 
 def lexical_decisiveness(top_scores: Sequence[float]) -> float:
@@ -53,3 +68,73 @@ def adaptive_lexical_weight(base: float, top_scores: Sequence[float], floor: flo
         msg = f"floor must be within 0..1, got {floor}; 1.0 keeps the weight fixed."
         raise ValueError(msg)
     return base * (floor + (1.0 - floor) * lexical_decisiveness(top_scores))
+
+
+def bm25_sigmoid(raw: float, terms: int) -> float:
+    """mem0's BM25 normalisation: a logistic curve set by the number of query terms.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid
+
+        assert bm25_sigmoid(5.0, terms=2) == 0.5
+        assert bm25_sigmoid(0.0, terms=2) < 0.05
+        ```
+    """
+    if terms <= 3:
+        midpoint, steepness = 5.0, 0.7
+    elif terms <= 6:
+        midpoint, steepness = 7.0, 0.6
+    elif terms <= 9:
+        midpoint, steepness = 9.0, 0.5
+    elif terms <= 15:
+        midpoint, steepness = 10.0, 0.5
+    else:
+        midpoint, steepness = 12.0, 0.5
+    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint)))
+
+
+def query_terms(query: str) -> int:
+    """How many BM25 terms ``query`` has (bm25s English tokenisation, stop words removed).
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.adaptive_fusion import query_terms
+
+        assert query_terms("the auth tokens of the billing service") == 4
+        ```
+    """
+    words = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    return len(words)
+
+
+def lexical_blend(
+    scores: npt.NDArray[np.float32], raw_bm25: Sequence[float], terms: int, weight: float
+) -> npt.NDArray[np.float32]:
+    """Mix ``scores`` with each candidate's squashed BM25 score: ``(1 - weight) * s + weight * b``.
+
+    Args:
+        scores: The candidates' blended scores (0..1).
+        raw_bm25: Each candidate's raw BM25 score for the query (0 when it shares no word).
+        terms: How many terms the query has (:func:`query_terms`; sets the curve).
+        weight: Share of the squashed BM25 score, 0..1; 0 returns ``scores`` unchanged.
+
+    Example:
+        ```python
+        import numpy as np
+
+        from cogito_lc.retrievers.adaptive_fusion import lexical_blend
+
+        mixed = lexical_blend(np.asarray([1.0, 0.9], np.float32), [0.0, 12.0], terms=2, weight=0.4)
+        assert mixed.argmax() == 1
+        ```
+    """
+    if not 0.0 <= weight <= 1.0:
+        msg = f"weight must be within 0..1, got {weight}; 0 leaves the scores unchanged."
+        raise ValueError(msg)
+    if weight == 0.0:
+        return scores
+    squashed = np.asarray(
+        [bm25_sigmoid(float(raw), terms) if raw > 0 else 0.0 for raw in raw_bm25], np.float32
+    )
+    return ((1.0 - weight) * scores + weight * squashed).astype(np.float32)

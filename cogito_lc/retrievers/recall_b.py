@@ -42,7 +42,11 @@ from cogito_lc.retrievers._subquery_vectors import (
     shared_plan,
 )
 from cogito_lc.retrievers._vector_cache import VectorCache
-from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight
+from cogito_lc.retrievers.adaptive_fusion import (
+    adaptive_lexical_weight,
+    lexical_blend,
+    query_terms,
+)
 from cogito_lc.retrievers.lexical_index import LexicalIndex
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 
@@ -119,14 +123,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     """Passed to every sub-search, e.g. ``{"filter": {"user_id": "alice"}}``. A Chroma-style
     ``where`` dict is translated for an ``InMemoryVectorStore`` (which takes a function of
     the Document); other stores get the filter as given."""
-    rrf_k: int = Field(default=10, ge=0)
+    rrf_k: int = Field(default=5, ge=0)
     """The reciprocal rank fusion constant (lower favours the top of each run)."""
     original_weight: float = Field(default=1.0, ge=0.0)
     """RRF weight of the original query's vector run."""
     fragment_weight: float = Field(default=0.5, ge=0.0)
     """RRF weight of each fragment's vector run."""
-    bm25_weight: float = Field(default=0.5, ge=0.0)
-    """RRF weight of the BM25 run over the candidate pool; 0 turns it off."""
+    bm25_weight: float = Field(default=0.0, ge=0.0)
+    """RRF weight of the BM25 run over the candidate pool; 0 (default) turns it off."""
     corpus_bm25_weight: float = Field(default=4.0, ge=0.0)
     """RRF weight of the BM25 run over the whole corpus; 0 turns it off."""
     corpus_bm25_k: int = Field(default=10, ge=1)
@@ -157,11 +161,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     The path that ran is reported as ``subquery_vectors`` in ``metadata["cogito"]``
     and in the :data:`RECALL_B_EVENT`; the first time ``"auto"`` cannot take the
     span path with an embeddings object, one INFO log line names the reason and the fix."""
-    lexical_floor: float = Field(default=1.0, ge=0.0, le=1.0)
-    """1.0 (default) keeps ``corpus_bm25_weight`` fixed. Below 1, the corpus BM25 run's
+    lexical_floor: float = Field(default=0.5, ge=0.0, le=1.0)
+    """1.0 keeps ``corpus_bm25_weight`` fixed. Below 1 (default 0.5), the corpus BM25 run's
     weight is scaled by how decisive the run is for this query, from this share (its two
     best scores equal) up to the full weight (the best far ahead of the runner-up);
     see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
+    lexical_blend_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Share of each candidate's absolute corpus BM25 score, squashed to 0..1 by mem0's
+    logistic curve, in the final score (0 turns it off); the rest is the cosine and rank
+    blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -280,7 +288,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
-        if self.corpus_bm25_weight <= 0 and self.bm25_weight <= 0:
+        if (
+            self.corpus_bm25_weight <= 0
+            and self.bm25_weight <= 0
+            and self.lexical_blend_weight <= 0
+        ):
             return None
         where = self.search_kwargs.get("filter")
         if isinstance(self.lexical_index, Bm25Index):
@@ -369,7 +381,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
             return []
-        scores = blend(cosines, fused, self.cosine_weight)
+        scores = self._lexical_blend(
+            decomposition.queries[0], blend(cosines, fused, self.cosine_weight), hits, keys
+        )
         order = np.argsort(-scores, kind="stable")[:k]
         method = _method_tag(decomposition, found)
         return [
@@ -411,6 +425,19 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         scores = hits.scores(lexical_run[:2])
         top = [scores.get(key, 0.0) for key in lexical_run[:2]]
         return adaptive_lexical_weight(self.corpus_bm25_weight, top, self.lexical_floor)
+
+    def _lexical_blend(
+        self, query: str, scores: Vector, hits: _LexicalRun | None, keys: list[str]
+    ) -> Vector:
+        if self.lexical_blend_weight <= 0 or hits is None:
+            return scores
+        raw = hits.scores(keys)
+        return lexical_blend(
+            scores,
+            [raw.get(key, 0.0) for key in keys],
+            query_terms(query),
+            self.lexical_blend_weight,
+        )
 
     @staticmethod
     def _pool_bm25_run(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from cogito_lc import RecallB
 from cogito_lc.bench import locomo, locomo_cv
 from cogito_lc.bench.hash_embeddings import HashEmbeddings
 from cogito_lc.bench.locomo_cv import FusionConfig, QuestionRuns, UnitVariant
@@ -69,7 +71,15 @@ def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any,
     grid = [FusionConfig(cosine_weight=w) for w in (0.0, 0.35, 1.0)]
     result = locomo_cv.cross_validate(cached, {"fitted": grid})
     assert len(result.chosen["fitted"]) == 3
-    assert set(result.table) == {"vector", "bm25", "ensemble", "mem0_hybrid", "recall_b", "fitted"}
+    assert set(result.table) == {
+        "vector",
+        "bm25",
+        "ensemble",
+        "mem0_hybrid",
+        "recall_b_previous",
+        "recall_b",
+        "fitted",
+    }
     assert all(len(folds) == 3 for folds in result.table["fitted"].values())
     assert set(result.table["recall_b"]) == {"turns", "facts/all", "facts/first"}
     assert result.live_agreement == 1.0
@@ -106,10 +116,10 @@ def _runs(bm25: list[float]) -> QuestionRuns:
 
 
 def test_a_flat_lexical_run_weighs_less_under_adaptive_fusion() -> None:
-    fixed = FusionConfig(corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5)
-    adaptive = FusionConfig(
-        corpus_bm25_weight=2.0, bm25_weight=0.0, cosine_weight=0.5, lexical_floor=0.0
+    fixed = FusionConfig(
+        corpus_bm25_weight=2.0, cosine_weight=0.5, lexical_floor=1.0, lexical_blend_weight=0.0
     )
+    adaptive = dataclasses.replace(fixed, lexical_floor=0.0)
     flat = _runs([0.0, 0.0, 0.0, 5.0, 5.0])
     assert locomo_cv.fusion_order(flat, fixed)[0] == 3
     assert locomo_cv.fusion_order(flat, adaptive)[0] == 0
@@ -128,3 +138,50 @@ def test_the_live_mem0_retriever_ranks_like_the_cached_one(cached: dict[Any, Any
         ]
         assert found == [conversation.labels["all"][i] for i in locomo_cv.mem0_order(runs)]
     store.delete_collection()
+
+
+def _moved_by_the_blend(cached: dict[Any, Any], config: FusionConfig) -> int:
+    """Assert live RecallB under ``config`` ranks like the offline scorer; count blend-moved."""
+    docs = locomo.build_unit(_samples(3)[0], "turns").documents
+    store = locomo.make_store(HashEmbeddings(size=64), docs)
+    live = RecallB(vectorstore=store, k=locomo_cv.TOP_K, **dataclasses.asdict(config))
+    conversation = cached[UnitVariant("turns")][0]
+    unblended = dataclasses.replace(config, lexical_blend_weight=0.0)
+    moved = 0
+    for runs in conversation.questions:
+        found = [
+            frozenset(locomo.split_ids(d.metadata["dia_id"])) for d in live.invoke(runs.question)
+        ]
+        offline = locomo_cv.fusion_order(runs, config)
+        assert found == [conversation.labels["all"][i] for i in offline]
+        moved += offline != locomo_cv.fusion_order(runs, unblended)
+    store.delete_collection()
+    return moved
+
+
+def test_offline_lexical_blend_ranking_is_the_live_recall_b_ranking(
+    cached: dict[Any, Any],
+) -> None:
+    assert _moved_by_the_blend(cached, FusionConfig(lexical_blend_weight=1.0)) > 0
+
+
+def test_offline_blend_with_adaptive_weights_is_the_live_recall_b_ranking(
+    cached: dict[Any, Any],
+) -> None:
+    config = FusionConfig(
+        rrf_k=5, cosine_weight=0.2, bm25_weight=0.0, lexical_floor=0.5, lexical_blend_weight=0.6
+    )
+    _moved_by_the_blend(cached, config)
+
+
+def test_the_blend_grid_adds_blend_weights_to_the_adaptive_grid() -> None:
+    grid = locomo_cv.blend_grid()
+    assert grid[: len(locomo_cv.adaptive_grid())] == locomo_cv.adaptive_grid()
+    assert {c.lexical_blend_weight for c in grid} == {0.0, *locomo_cv.BLEND_WEIGHTS}
+    assert len(set(grid)) == len(grid)
+
+
+def test_the_offline_defaults_are_recall_b_defaults() -> None:
+    defaults = RecallB.model_fields
+    for name, value in dataclasses.asdict(FusionConfig()).items():
+        assert defaults[name].default == value, name

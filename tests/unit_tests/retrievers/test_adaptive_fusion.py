@@ -1,10 +1,17 @@
-"""The lexical run's weight follows its decisiveness."""
+"""The lexical run's weight follows its decisiveness; the squashed BM25 score blends in."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from cogito_lc.retrievers.adaptive_fusion import adaptive_lexical_weight, lexical_decisiveness
+from cogito_lc.retrievers.adaptive_fusion import (
+    adaptive_lexical_weight,
+    bm25_sigmoid,
+    lexical_blend,
+    lexical_decisiveness,
+    query_terms,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,3 +41,38 @@ def test_a_flat_run_gets_the_floor_and_a_decisive_one_the_full_weight() -> None:
 def test_a_floor_outside_zero_to_one_names_the_fix() -> None:
     with pytest.raises(ValueError, match=r"1\.0 keeps the weight fixed"):
         adaptive_lexical_weight(4.0, [1.0], floor=1.5)
+
+
+def test_lexical_blend_weight_zero_leaves_the_scores_unchanged() -> None:
+    scores = np.asarray([0.9, 0.1], np.float32)
+    assert lexical_blend(scores, [0.0, 30.0], terms=2, weight=0.0) is scores
+
+
+def test_lexical_blend_mixes_in_the_squashed_absolute_score() -> None:
+    scores = np.asarray([1.0, 0.5, 0.0], np.float32)
+    mixed = lexical_blend(scores, [0.0, 5.0, 12.0], terms=2, weight=0.4)
+    expected = [0.6, 0.6 * 0.5 + 0.4 * 0.5, 0.4 * bm25_sigmoid(12.0, 2)]
+    assert mixed.tolist() == pytest.approx(expected)
+    assert mixed.dtype == np.float32
+
+
+def test_a_document_sharing_no_word_gets_no_lexical_share() -> None:
+    mixed = lexical_blend(np.zeros(2, np.float32), [0.0, -1.0], terms=2, weight=1.0)
+    assert mixed.tolist() == [0.0, 0.0]
+
+
+def test_a_blend_weight_outside_zero_to_one_names_the_fix() -> None:
+    with pytest.raises(ValueError, match="0 leaves the scores unchanged"):
+        lexical_blend(np.zeros(1, np.float32), [1.0], terms=2, weight=1.5)
+
+
+@pytest.mark.parametrize(
+    ("terms", "midpoint"), [(1, 5.0), (5, 7.0), (8, 9.0), (12, 10.0), (20, 12.0)]
+)
+def test_the_sigmoid_midpoint_grows_with_the_query(terms: int, midpoint: float) -> None:
+    assert bm25_sigmoid(midpoint, terms) == pytest.approx(0.5)
+
+
+def test_query_terms_count_words_without_english_stop_words() -> None:
+    assert query_terms("the auth tokens of the billing service") == 4
+    assert query_terms("the of") == 0

@@ -1,10 +1,14 @@
-"""RecallB's decisiveness-scaled lexical weight (``lexical_floor``)."""
+"""RecallB's decisiveness-scaled lexical weight and its squashed-BM25 blend term."""
 
 from __future__ import annotations
 
+import pytest
+from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import METADATA_KEY, RecallB
+from cogito_lc.retrievers import Bm25Index
+from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid
 from tests.unit_tests.conftest import HashEmbeddings
 
 TEXTS = {
@@ -40,5 +44,56 @@ def test_a_decisive_lexical_run_keeps_its_full_weight() -> None:
     assert _rrf(store, query, lexical_floor=0.0) == _rrf(store, query)
 
 
-def test_the_default_floor_keeps_the_weight_fixed() -> None:
-    assert RecallB(vectorstore=_store()).lexical_floor == 1.0
+def test_floor_one_keeps_the_weight_fixed() -> None:
+    store = _store()
+    query = "lighthouse keeper"  # flat: the default floor halves the weight, 1.0 does not
+    assert _rrf(store, query, lexical_floor=1.0) != _rrf(store, query)
+
+
+def _top(store: InMemoryVectorStore, query: str, **options: float) -> list[str]:
+    docs = RecallB(vectorstore=store, k=4, **options).invoke(query)
+    return [str(d.id) for d in docs]
+
+
+def test_a_zero_lexical_blend_leaves_the_rank_and_cosine_blend() -> None:
+    store = _store()
+    query = "gardener keeper paints"
+    docs = RecallB(vectorstore=store, k=4, lexical_blend_weight=0.0).invoke(query)
+    blended = RecallB(vectorstore=store, k=4).invoke(query)
+    assert [d.metadata[METADATA_KEY]["score"] for d in docs] != [
+        d.metadata[METADATA_KEY]["score"] for d in blended
+    ]
+    assert max(d.metadata[METADATA_KEY]["score"] for d in docs) == pytest.approx(1.0)
+
+
+def test_a_full_lexical_blend_orders_by_the_squashed_bm25_score() -> None:
+    store = _store()
+    query = "gardener keeper paints"  # a matches two words, b and c one each
+    docs = RecallB(vectorstore=store, k=4, lexical_blend_weight=1.0).invoke(query)
+    assert str(docs[0].id) == "a"
+    scores = [d.metadata[METADATA_KEY]["score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[-1] == 0.0  # d shares no word with the query
+    assert scores[0] == pytest.approx(bm25_sigmoid(_bm25(store, query)["a"], terms=3))
+
+
+def test_the_lexical_blend_works_with_every_lexical_run_off() -> None:
+    store = _store()
+    query = "gardener keeper paints"
+    off = {"corpus_bm25_weight": 0.0, "bm25_weight": 0.0}
+    assert _top(store, query, lexical_blend_weight=1.0, **off)[0] == "a"
+    scores = [
+        d.metadata[METADATA_KEY]["score"]
+        for d in RecallB(vectorstore=store, k=4, **off, lexical_blend_weight=0.0).invoke(query)
+    ]
+    assert scores[0] > 0.0
+
+
+def test_a_lexical_blend_weight_above_one_is_rejected() -> None:
+    with pytest.raises(ValueError, match="lexical_blend_weight"):
+        RecallB(vectorstore=_store(), lexical_blend_weight=1.5)
+
+
+def _bm25(store: InMemoryVectorStore, query: str) -> dict[str, float]:
+    documents = [Document(page_content=text, id=key) for key, text in TEXTS.items()]
+    return Bm25Index(documents).hits(query).scores(list(TEXTS))
