@@ -36,6 +36,7 @@ from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.stores import Run, ScoredDocument, StoreAdapter, Vector, register_adapter
+from cogito_lc._core.where_sql import where_sql
 
 __all__ = [
     "COLUMNS",
@@ -382,30 +383,7 @@ def where_to_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
     """
     if where is None:
         return "TRUE", []
-    if not isinstance(where, Mapping) or not where:
-        msg = f"a filter must be a non-empty dict, got {where!r}."
-        raise ValueError(msg)
-    parts: list[str] = []
-    params: list[Any] = []
-    for key, condition in where.items():
-        if key in {"$and", "$or"}:
-            if not isinstance(condition, list) or not condition:
-                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
-                raise ValueError(msg)
-            inner = [where_to_sql(part) for part in condition]
-            joiner = " AND " if key == "$and" else " OR "
-            parts.append("(" + joiner.join(sql for sql, _ in inner) + ")")
-            params.extend(p for _, part_params in inner for p in part_params)
-        elif key.startswith("$"):
-            msg = (
-                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
-            )
-            raise ValueError(msg)
-        else:
-            sql, cond_params = _comparison(key, condition)
-            parts.append(sql)
-            params.extend(cond_params)
-    return "(" + " AND ".join(parts) + ")", params
+    return where_sql(where, _comparison)
 
 
 def _comparison(key: str, condition: Any) -> tuple[str, list[Any]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cogito_lc._core.filters import split_condition
+from cogito_lc._core.where_sql import where_sql as walk_where
 
 __all__ = ["where_sql"]
 
@@ -28,30 +29,7 @@ def where_sql(where: Mapping[str, Any], column: ColumnFor) -> tuple[str, list[An
     Raises:
         ValueError: On an operator or shape outside the ``where`` language.
     """
-    if not isinstance(where, Mapping) or not where:
-        msg = f"a filter must be a non-empty dict, got {where!r}."
-        raise ValueError(msg)
-    parts: list[str] = []
-    params: list[Any] = []
-    for key, condition in where.items():
-        if key in {"$and", "$or"}:
-            if not isinstance(condition, list) or not condition:
-                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
-                raise ValueError(msg)
-            inner = [where_sql(part, column) for part in condition]
-            joiner = " AND " if key == "$and" else " OR "
-            parts.append("(" + joiner.join(sql for sql, _ in inner) + ")")
-            params.extend(p for _, part_params in inner for p in part_params)
-        elif key.startswith("$"):
-            msg = (
-                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
-            )
-            raise ValueError(msg)
-        else:
-            sql, cond_params = _comparison(key, condition, column)
-            parts.append(sql)
-            params.extend(cond_params)
-    return "(" + " AND ".join(parts) + ")", params
+    return walk_where(where, lambda key, condition: _comparison(key, condition, column))
 
 
 def _comparison(key: str, condition: Any, column: ColumnFor) -> tuple[str, list[Any]]:
