@@ -35,7 +35,14 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc._core.stores import Run, ScoredDocument, StoreAdapter, Vector, register_adapter
+from cogito_lc._core.stores import (
+    BatchedSearchAdapter,
+    Run,
+    ScoredDocument,
+    StoreAdapter,
+    Vector,
+    register_adapter,
+)
 from cogito_lc._core.where_sql import where_sql
 
 __all__ = [
@@ -443,7 +450,7 @@ def row_document(row: Sequence[Any]) -> Document:
     return Document(page_content=content, metadata=metadata, id=doc_id)
 
 
-class PostgresAdapter(StoreAdapter):
+class PostgresAdapter(BatchedSearchAdapter):
     """A store made by :func:`open_postgres_store`: every operation one SQL statement.
 
     Filters go into the ``WHERE`` clause (scope keys hit their indexes); a
@@ -552,20 +559,6 @@ class PostgresAdapter(StoreAdapter):
         """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
         found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))
         return [([doc for doc, _ in hits], False) for hits in found]
-
-    async def asearch_by_vectors(
-        self,
-        queries: Sequence[str],
-        vectors: Vector,
-        fetch_ks: Sequence[int],
-        search_kwargs: Mapping[str, Any],
-    ) -> list[Run]:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs
-        )
 
     def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
         if not texts:

@@ -31,6 +31,7 @@ from cogito_lc._core.filters import store_filter, where_predicate
 
 __all__ = [
     "SUPPORTED_FILTER_STORES",
+    "BatchedSearchAdapter",
     "ChromaAdapter",
     "InMemoryAdapter",
     "Run",
@@ -332,7 +333,24 @@ class InMemoryAdapter(StoreAdapter):
         return [(doc, _finite(score)) for doc, score in pairs]
 
 
-class ChromaAdapter(StoreAdapter):
+class BatchedSearchAdapter(StoreAdapter):
+    """A store that searches every query vector in one call: async runs it in a thread."""
+
+    async def asearch_by_vectors(
+        self,
+        queries: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+    ) -> list[Run]:
+        """Async :meth:`search_by_vectors` (the one query runs in a worker thread)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs
+        )
+
+
+class ChromaAdapter(BatchedSearchAdapter):
     """A ``langchain_chroma.Chroma`` store: every operation pushed down to its collection."""
 
     @property
@@ -427,19 +445,6 @@ class ChromaAdapter(StoreAdapter):
             ]
             runs.append((docs, False))
         return runs
-
-    async def asearch_by_vectors(
-        self,
-        queries: Sequence[str],
-        vectors: Vector,
-        fetch_ks: Sequence[int],
-        search_kwargs: Mapping[str, Any],
-    ) -> list[Run]:
-        """Async :meth:`search_by_vectors` (the one query runs in a worker thread)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs
-        )
 
     def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
         raw = self.collection.get(ids=list(texts), include=["embeddings", "documents"])
