@@ -555,6 +555,7 @@ class PostgresAdapter(BatchedSearchAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
+        stored: dict[str, Vector] | None = None,
     ) -> list[Run]:
         """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
         found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -208,11 +209,14 @@ class StoreAdapter:
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
+        stored: dict[str, Vector] | None = None,
     ) -> list[Run]:
         """One ranked run per query vector (a row of ``vectors``), ``fetch_ks[i]`` for query ``i``.
 
         A store without vector search is searched with the query text instead.
-        ``search_kwargs`` go to every search as they are.
+        ``search_kwargs`` go to every search as they are. When ``stored`` is given,
+        an adapter that reads the found documents' vectors in the same call puts
+        them there by id (here: none).
         """
         return [
             self._run(text, vector, fetch_k, search_kwargs)
@@ -225,6 +229,7 @@ class StoreAdapter:
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
+        stored: dict[str, Vector] | None = None,
     ) -> list[Run]:
         """Async :meth:`search_by_vectors`: the searches run concurrently."""
         runs = await asyncio.gather(
@@ -342,11 +347,12 @@ class BatchedSearchAdapter(StoreAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
+        stored: dict[str, Vector] | None = None,
     ) -> list[Run]:
         """Async :meth:`search_by_vectors` (the one query runs in a worker thread)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs
+            None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs, stored
         )
 
 
@@ -419,32 +425,45 @@ class ChromaAdapter(BatchedSearchAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
+        stored: dict[str, Vector] | None = None,
     ) -> list[Run]:
-        """All query vectors in one collection query (``filter`` is the ``where`` dict)."""
+        """All query vectors in one collection query (``filter`` is the ``where`` dict).
+
+        The query reads ids only; the documents found (each once, however many
+        runs hold it) are then read in one ``get``, with their vectors when
+        ``stored`` asks for them: far less than every run carrying its rows.
+        """
         kwargs = dict(search_kwargs)
         where = kwargs.pop("filter", None)
         raw = self.collection.query(
             query_embeddings=vectors,
             n_results=max(fetch_ks),
             where=where,
-            include=["documents", "metadatas"],
+            include=[],
             **kwargs,
         )
-        runs: list[Run] = []
-        for q_index, fetch_k in enumerate(fetch_ks):
-            rows = zip(
-                raw["ids"][q_index],
-                raw["documents"][q_index],
-                raw["metadatas"][q_index],
-                strict=True,
-            )
-            docs = [
-                Document(page_content=text, metadata=dict(meta or {}), id=doc_id)
-                for doc_id, text, meta in list(rows)[:fetch_k]
+        run_ids = [ids[:fetch_k] for ids, fetch_k in zip(raw["ids"], fetch_ks, strict=True)]
+        unique = list(dict.fromkeys(chain.from_iterable(run_ids)))
+        found = self._read_found(unique, {"where": where, **kwargs}, stored)
+        return [([found[i] for i in ids if i in found], False) for ids in run_ids]
+
+    def _read_found(
+        self, ids: list[str], filters: Mapping[str, Any], stored: dict[str, Vector] | None
+    ) -> dict[str, Document]:
+        """The documents with these ids still matching ``filters`` (a write may come between)."""
+        if not ids:
+            return {}
+        include = ["documents", "metadatas", *(["embeddings"] if stored is not None else [])]
+        raw = self.collection.get(ids=ids, include=include, **filters)
+        if stored is not None:
+            stored.update(
+                (doc_id, np.asarray(vector, dtype=np.float32))
+                for doc_id, vector, text in zip(
+                    raw["ids"], raw["embeddings"], raw["documents"], strict=True
+                )
                 if text is not None
-            ]
-            runs.append((docs, False))
-        return runs
+            )
+        return {doc.id or "": doc for doc in _documents(raw)}
 
     def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
         raw = self.collection.get(ids=list(texts), include=["embeddings", "documents"])

@@ -71,11 +71,24 @@ def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _collect(runs: Sequence[Run]) -> SearchResult:
+WARM_CACHE = 0.5
+"""Above this recent hit rate the cache is trusted for candidate vectors; below it the
+search reads them with the documents (where the store can, in the same call)."""
+
+
+def _stored_vectors_wanted(cache: VectorCache) -> dict[str, Matrix] | None:
+    return {} if cache.hit_rate < WARM_CACHE else None
+
+
+def _collect(runs: Sequence[Run], stored: dict[str, Matrix] | None) -> SearchResult:
     result = SearchResult()
     for docs, by_text in runs:
         result.text_search = result.text_search or by_text
         result.add_run(docs)
+    if stored:
+        result.vectors.update(
+            (key, stored[doc.id]) for key, doc in result.pool.items() if doc.id in stored
+        )
     return result
 
 
@@ -86,9 +99,16 @@ def search(
     *,
     fetch_ks: Sequence[int],
     search_kwargs: dict[str, Any],
+    cache: VectorCache,
 ) -> SearchResult:
-    """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``."""
-    return _collect(store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs))
+    """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
+
+    While ``cache`` is cold, candidate vectors the store reads with the documents
+    are kept in the result (and given to the cache by :func:`fill_vectors`).
+    """
+    stored = _stored_vectors_wanted(cache)
+    runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
+    return _collect(runs, stored)
 
 
 async def asearch(
@@ -98,21 +118,30 @@ async def asearch(
     *,
     fetch_ks: Sequence[int],
     search_kwargs: dict[str, Any],
+    cache: VectorCache,
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    return _collect(await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs))
+    stored = _stored_vectors_wanted(cache)
+    runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
+    return _collect(runs, stored)
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
-    """Fill vectors from the cache; return the texts still missing, by key."""
+    """Fill vectors from the cache; return the texts still missing, by key.
+
+    Every candidate is looked up, so the cache's hit rate says whether the next
+    search should read vectors; those the search read from the store go into it.
+    """
     missing: dict[str, str] = {}
-    for key in result.missing_vectors():
-        text = result.pool[key].page_content
-        cached = cache.get(_cache_key(key, text))
-        if cached is None:
-            missing[key] = text
+    for key, doc in result.pool.items():
+        cache_key = _cache_key(key, doc.page_content)
+        cached = cache.get(cache_key)
+        if cached is not None:
+            result.vectors.setdefault(key, cached)
+        elif key in result.vectors:
+            cache.put(cache_key, result.vectors[key])
         else:
-            result.vectors[key] = cached
+            missing[key] = doc.page_content
     return missing
 
 

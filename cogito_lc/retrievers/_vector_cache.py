@@ -13,6 +13,8 @@ __all__ = ["VectorCache"]
 
 Vector = npt.NDArray[np.float32]
 
+_DECAY = 0.99
+
 
 class VectorCache:
     """Least-recently-used map from a text key to its embedding.
@@ -40,6 +42,8 @@ class VectorCache:
         self.max_size = max_size
         self._items: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
+        self._hits = 0.0
+        self._lookups = 0.0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -48,9 +52,20 @@ class VectorCache:
         """Return the vector for ``key`` and mark it recently used, or ``None``."""
         with self._lock:
             vector = self._items.get(key)
+            self._lookups = self._lookups * _DECAY + 1.0
+            self._hits *= _DECAY
             if vector is not None:
                 self._items.move_to_end(key)
+                self._hits += 1.0
             return vector
+
+    @property
+    def hit_rate(self) -> float:
+        """The share of recent lookups that found their vector (0.0 before any lookup).
+
+        Recent: each lookup weighs 1% more than the one before it.
+        """
+        return self._hits / self._lookups if self._lookups else 0.0
 
     def put(self, key: str, vector: Vector) -> None:
         """Store ``vector`` under ``key``, evicting the least recently used beyond the bound."""

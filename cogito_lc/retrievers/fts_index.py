@@ -37,6 +37,7 @@ POSTING_BUDGET = 10_000
 """Postings a search reads before it takes its candidates from the rarest terms only."""
 CANDIDATES = 200
 """How many candidates, at least, a search over the rarest terms scores with every term."""
+_STATS_CACHE = 64
 
 
 class SqliteLexicalIndex:
@@ -104,6 +105,8 @@ class SqliteLexicalIndex:
         """Why the index must be filled from the vector store (``"missing"``: no file was
         there; ``"unreadable"``: the file was moved aside), or None."""
         self._lock = threading.RLock()
+        self._stats_cache: dict[tuple[str, ...], tuple[tuple[int, int], CorpusStats]] = {}
+        self._writes = 0
         self._conn = self._open()
 
     # -- opening and recovery -----------------------------------------------------
@@ -203,6 +206,7 @@ class SqliteLexicalIndex:
             self._conn.close()
             self._move_aside(error)
             self.rebuild_reason = "unreadable"
+            self._stats_cache.clear()
             self._conn = self._connect()
 
     def close(self) -> None:
@@ -213,6 +217,7 @@ class SqliteLexicalIndex:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            self._writes += 1
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -350,6 +355,24 @@ class SqliteLexicalIndex:
         return [(*columns[rowid], score) for rowid, score in ranked if rowid in columns]
 
     def _stats(self, terms: Sequence[str]) -> CorpusStats:
+        """The corpus statistics for ``terms``, read again only after a write.
+
+        A write through this connection or any other (``PRAGMA data_version``)
+        makes the next read go to the database; a recall reads them once for its
+        search and its scores.
+        """
+        key = tuple(terms)
+        state = (self._writes, self._conn.execute("PRAGMA data_version").fetchone()[0])
+        cached = self._stats_cache.get(key)
+        if cached is not None and cached[0] == state:
+            return cached[1]
+        stats = self._read_stats(terms)
+        if len(self._stats_cache) >= _STATS_CACHE:
+            self._stats_cache.clear()
+        self._stats_cache[key] = (state, stats)
+        return stats
+
+    def _read_stats(self, terms: Sequence[str]) -> CorpusStats:
         rows, tokens = self._conn.execute("SELECT rows, tokens FROM stats").fetchone()
         marks = ", ".join("?" * len(terms))
         frequency = self._conn.execute(

@@ -29,9 +29,9 @@ from cogito_lc._core.validation import (
     check_query,
     reject_unknown_kwargs,
 )
-from cogito_lc.retrievers import _search
+from cogito_lc.retrievers import _beside, _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
-from cogito_lc.retrievers._fusion import reciprocal_rank_fusion
+from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
 from cogito_lc.retrievers._subquery_vectors import (
@@ -310,6 +310,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
+        lexical = _beside.start(lambda: self._lexical_run(decomposition.queries[0]))
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
         search_kwargs, post_filter = self._pushdown()
@@ -319,11 +320,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
             search_kwargs=search_kwargs,
+            cache=self._cache,
         )
         if post_filter is not None:
             found.keep(post_filter)
-        hits = self._lexical_hits(decomposition.queries[0])
-        lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
+        hits, corpus_top = lexical.result()
+        lexical_run = found.add_run(corpus_top, vector_run=False)
         _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
         docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
         data = _event_data(docs, decomposition, plan, found)
@@ -334,6 +336,26 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
+        loop = asyncio.get_running_loop()
+        lexical = loop.run_in_executor(None, self._lexical_run, decomposition.queries[0])
+        try:
+            found, plan, vectors = await self._afind(decomposition, k)
+        except BaseException:
+            lexical.cancel()
+            raise
+        hits, corpus_top = await lexical
+        lexical_run = found.add_run(corpus_top, vector_run=False)
+        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
+        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
+        data = _event_data(docs, decomposition, plan, found)
+        config = {"callbacks": run_manager.get_child()}
+        await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]
+        return docs
+
+    async def _afind(
+        self, decomposition: Decomposition, k: int
+    ) -> tuple[_search.SearchResult, SubqueryPlan, Vector]:
+        """The vector searches of an async recall: the pool, the plan and the query vectors."""
         loop = asyncio.get_running_loop()
         plan = self._cached_plan()
         if plan is None:
@@ -346,17 +368,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             vectors,
             fetch_ks=self._fetch_ks(decomposition, k),
             search_kwargs=search_kwargs,
+            cache=self._cache,
         )
         if post_filter is not None:
             found.keep(post_filter)
-        hits = await loop.run_in_executor(None, self._lexical_hits, decomposition.queries[0])
-        lexical_run = found.add_run(self._corpus_top(hits), vector_run=False)
-        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
-        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
-        data = _event_data(docs, decomposition, plan, found)
-        config = {"callbacks": run_manager.get_child()}
-        await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]
-        return docs
+        return found, plan, vectors
+
+    def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
+        """The corpus lexical run for ``query`` and its top documents (run beside the model)."""
+        hits = self._lexical_hits(query)
+        return hits, self._corpus_top(hits)
 
     def _corpus_top(self, hits: _LexicalRun | None) -> list[Document]:
         if hits is None or self.corpus_bm25_weight <= 0:
@@ -459,7 +480,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
 
 
 class _LexicalRun:
-    """One query's corpus BM25 run over whichever index the retriever searches."""
+    """One query's corpus BM25 run over whichever index the retriever searches.
+
+    Scores already known (the top documents') are not asked of the index again.
+    """
 
     def __init__(
         self, index: Bm25Index | LexicalIndex | LexicalSync, query: str, where: Any
@@ -468,20 +492,26 @@ class _LexicalRun:
         self._query = query
         self._where = where
         self._hits = index.hits(query) if isinstance(index, Bm25Index) else None
+        self._known: dict[str, float] = {}
 
     def top(self, k: int) -> list[Document]:
         """The ``k`` best documents; documents sharing no word with the query are left out."""
         if self._hits is not None:
             return self._hits.top(k)
         assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
-        return [doc for doc, _ in self._index.search(self._query, k, self._where)]
+        found = self._index.search(self._query, k, self._where)
+        self._known.update((document_key(doc), score) for doc, score in found)
+        return [doc for doc, _ in found]
 
     def scores(self, keys: list[str]) -> dict[str, float]:
         """The score of each document with these keys (0.0 when it shares no word)."""
         if self._hits is not None:
             return self._hits.scores(keys)
         assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
-        return self._index.scores(self._query, keys)
+        unknown = [key for key in keys if key not in self._known]
+        if unknown:
+            self._known.update(self._index.scores(self._query, unknown))
+        return {key: self._known[key] for key in keys}
 
 
 def _method_tag(decomposition: Decomposition, found: _search.SearchResult) -> str:

@@ -200,3 +200,26 @@ def test_near_duplicate_vectors_are_not_called_unsearchable(tmp_path: Path) -> N
     adapter = adapter_for(store)
     assert isinstance(adapter, ChromaAdapter)
     assert adapter.unsearchable() == {}
+
+
+def test_chroma_search_reads_each_found_document_once_with_its_vector(chroma: Chroma) -> None:
+    adapter = adapter_for(_fill(chroma))
+    queries = ["billing vault key", "deploys freeze"]
+    vectors = np.stack([HashEmbeddings.vector(q) for q in queries]).astype(np.float32)
+    stored: dict[str, Any] = {}
+    runs = adapter.search_by_vectors(queries, vectors, [3, 1], {}, stored)
+    assert [len(docs) for docs, _ in runs] == [3, 1]
+    found = {doc.id: doc for docs, _ in runs for doc in docs}
+    assert set(stored) == set(found)
+    for doc_id, doc in found.items():
+        assert (doc.page_content, doc.metadata) == ROWS[doc_id]
+        assert np.allclose(stored[doc_id], HashEmbeddings.vector(ROWS[doc_id][0]))
+    assert adapter.search_by_vectors(queries, vectors, [3, 1], {}) == runs  # no vectors asked
+
+
+def test_chroma_search_keeps_the_filter_on_the_documents_it_reads(chroma: Chroma) -> None:
+    adapter = adapter_for(_fill(chroma))
+    vector = np.asarray([HashEmbeddings.vector("billing vault key")], dtype=np.float32)
+    native = store_filter(chroma, ALICE)
+    runs = adapter.search_by_vectors(["billing vault key"], vector, [3], {"filter": native}, {})
+    assert {doc.id for doc in runs[0][0]} == {"a1", "a2"}

@@ -276,3 +276,28 @@ def test_untranslatable_dict_filter_fails_when_built(embeddings: HashEmbeddings)
     store = InMemoryVectorStore(embedding=embeddings)
     with pytest.raises(ValueError, match=r"\$regex"):
         RecallB(vectorstore=store, search_kwargs={"filter": {"topic": {"$regex": "a.*"}}})
+
+
+def test_chroma_candidate_vectors_come_with_the_search_until_the_cache_is_warm(
+    filled_chroma: Chroma, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogito_lc._core.stores import ChromaAdapter
+
+    asked: list[bool] = []
+    search = ChromaAdapter.search_by_vectors
+
+    def spy(self: ChromaAdapter, *args: Any) -> Any:
+        asked.append(args[-1] is not None)
+        return search(self, *args)
+
+    def no_second_read(self: ChromaAdapter, texts: Any) -> Any:
+        raise AssertionError(texts)
+
+    monkeypatch.setattr(ChromaAdapter, "search_by_vectors", spy)
+    monkeypatch.setattr(ChromaAdapter, "stored_vectors", no_second_read)
+    retriever = RecallB(vectorstore=filled_chroma)
+    first = retriever.invoke("billing port")
+    for _ in range(30):
+        assert retriever.invoke("billing port") == first
+    assert asked[0] is True  # cold cache: vectors read with the documents
+    assert asked[-1] is False  # warm cache: documents only

@@ -39,3 +39,15 @@ def test_clear_empties_the_cache() -> None:
     cache.put_many([("a", vec(1)), ("b", vec(2))])
     cache.clear()
     assert len(cache) == 0
+
+
+def test_hit_rate_follows_recent_lookups() -> None:
+    cache = VectorCache()
+    assert cache.hit_rate == 0.0
+    cache.put("a", vec(1))
+    for _ in range(50):
+        cache.get("missing")
+    assert cache.hit_rate == 0.0
+    for _ in range(200):
+        cache.get("a")
+    assert cache.hit_rate > 0.8
