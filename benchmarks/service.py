@@ -191,8 +191,9 @@ def load(services: Sequence[ServiceProcess], args: argparse.Namespace) -> dict[s
     with services[0].client() as client:
         count = client.get("/health").json()["count"]
     rss = [rss_mb(service) for service in services]
-    print(f"loaded {count} memories: {loaded['rps']} /store per s, RSS {rss} MB")
-    return {**loaded, "count": count, "rss_mb": rss[0] if len(rss) == 1 else rss}
+    report = {**loaded, "count": count, "rss_mb": rss[0] if len(rss) == 1 else rss}
+    print(f"loaded {count} memories: {loaded['rps']} /store per s, RSS {report['rss_mb']} MB")
+    return report
 
 
 def measure_runs(
