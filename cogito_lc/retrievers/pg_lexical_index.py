@@ -71,9 +71,13 @@ class PostgresLexicalIndex:
     """The index is the store's own table: it cannot be out of step with it."""
 
     def __init__(self, adapter: PostgresAdapter, *, posting_budget: int | None = None) -> None:
+        budget = POSTING_BUDGET if posting_budget is None else posting_budget
+        if budget < 1:
+            msg = f"posting_budget must be at least 1 (rows ranked per search), got {budget}."
+            raise ValueError(msg)
         self.adapter = adapter
         self.table = adapter.table
-        self.posting_budget = POSTING_BUDGET if posting_budget is None else posting_budget
+        self.posting_budget = budget
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
 
     # -- writes: the generated column follows the table --------------------------
@@ -113,7 +117,7 @@ class PostgresLexicalIndex:
             if sum(held.values()) <= self.posting_budget:
                 rows = conn.execute(
                     f"SELECT {SELECT_COLUMNS}, {_RANK} AS rank "  # noqa: S608
-                    f"FROM {self.table}, to_tsquery('simple', %s) AS q(query) "
+                    f"FROM {self.table} AS m, to_tsquery('simple', %s) AS q(query) "
                     f"WHERE content_tsv @@ q.query AND {sql} ORDER BY rank DESC, seq LIMIT %s",
                     [tsquery, *params, k],
                 ).fetchall()
@@ -134,7 +138,7 @@ class PostgresLexicalIndex:
         """How many rows matching ``sql`` hold each term, counted up to the budget + 1."""
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608
-            f"{self.table} WHERE content_tsv @@ to_tsquery('simple', t.term) AND {sql} "
+            f"{self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND {sql} "
             "LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ORDER BY t.n",
             [*params, self.posting_budget + 1, [_tsquery([term]) for term in terms]],
         ).fetchall()
@@ -149,7 +153,7 @@ class PostgresLexicalIndex:
         tsquery = _tsquery(terms)
         with self.adapter.database.connection() as conn:
             rows = conn.execute(
-                f"SELECT id, {_RANK} FROM {self.table}, "  # noqa: S608
+                f"SELECT id, {_RANK} FROM {self.table} AS m, "  # noqa: S608
                 "to_tsquery('simple', %s) AS q(query) "
                 "WHERE id = ANY(%s) AND content_tsv @@ q.query",
                 [tsquery, list(ids)],

@@ -131,6 +131,22 @@ def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
         bounded.search(query, k=5)  # plain words, never query syntax: no error
 
 
+@pytest.mark.parametrize("collection", ["q", "t", "m"])
+def test_lexical_search_in_a_table_named_like_a_query_alias(pg_url: str, collection: str) -> None:
+    memory = _memory(pg_url, collection, DeterministicFakeEmbedding(size=8))
+    [memory_id] = memory.store_many(["the gateway retries webhooks"])
+    assert memory._lexical is not None
+    bounded = PostgresLexicalIndex(memory._store, posting_budget=1)  # the rare-terms path
+    for index in (memory._lexical.index, bounded):
+        assert isinstance(index, PostgresLexicalIndex)
+        [(doc, score)] = index.search("gateway webhooks", k=3, where={"kind": {"$ne": "x"}})
+        assert doc.id == memory_id
+        assert score > 0
+        assert index.scores("gateway", [memory_id])[memory_id] > 0
+    with pytest.raises(ValueError, match="posting_budget"):
+        PostgresLexicalIndex(memory._store, posting_budget=0)
+
+
 def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -> None:
     embeddings = DeterministicFakeEmbedding(size=8)
     first = _memory(pg_url, pg_collection, embeddings)
