@@ -13,13 +13,21 @@ Chroma store in a temporary directory and the offline MiniLM model (no LLM), the
 Clients and server share the machine, so the figures include the clients' own CPU
 use. Every request goes to 127.0.0.1 only.
 
+With ``--store postgres`` the service keeps its memories in Postgres (a private
+pgserver unless ``--database-url`` is given) and, for each count in ``--replicas``,
+that many ``cogito-lc serve`` processes share one table: the corpus is loaded once
+(through the first count's replicas), then every run spreads its requests
+round-robin over the replicas. The JSON output then has one section per count.
+
 Usage:
     python benchmarks/service.py [--memories 10000] [--requests 200] [--out FILE]
+    python benchmarks/service.py --store postgres --replicas 1 2 [--database-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -29,7 +37,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +49,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cogito_lc import __version__  # noqa: E402
+from cogito_lc.bench.scale import drop_table, private_postgres  # noqa: E402
 from tests.integration_tests.service_process import ServiceProcess, start_service  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "service.json"
+DEFAULT_OUT_POSTGRES = ROOT / "benchmarks" / "results" / "service_postgres.json"
 RUN_TIME_BOUND = 300.0
 """No measured run lasts longer than this many seconds, whatever its request count."""
 LOAD_TIME_BOUND = 1200.0
@@ -78,13 +89,16 @@ def question(rng: random.Random) -> str:
 
 
 def run_clients(
-    service: ServiceProcess,
+    services: Sequence[ServiceProcess],
     clients: int,
     requests: int,
     send: Callable[[httpx.Client, int], int],
     bound: float = RUN_TIME_BOUND,
 ) -> dict[str, float]:
-    """``requests`` calls of ``send`` from ``clients`` threads; latency and throughput."""
+    """``requests`` calls of ``send`` from ``clients`` threads; latency and throughput.
+
+    Request ``i`` goes to ``services[i % len(services)]`` (round-robin over replicas).
+    """
     latencies: list[float] = []
     errors: list[int] = []
     lock = threading.Lock()
@@ -92,14 +106,15 @@ def run_clients(
     deadline = time.monotonic() + bound
 
     def loop() -> None:
-        with service.client(timeout=120) as client:
+        with contextlib.ExitStack() as stack:
+            pool = [stack.enter_context(service.client(timeout=120)) for service in services]
             while time.monotonic() < deadline:
                 with lock:
                     i = next(counter, None)
                 if i is None:
                     return
                 start = time.perf_counter()
-                status = send(client, i)
+                status = send(pool[i % len(pool)], i)
                 elapsed = time.perf_counter() - start
                 with lock:
                     latencies.append(elapsed)
@@ -150,18 +165,42 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--memories", type=int, default=10_000, help="corpus loaded first")
     parser.add_argument("--requests", type=int, default=200, help="requests per 1-client run")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    return parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=None, help="JSON report")
+    parser.add_argument("--store", choices=["chroma", "postgres"], default="chroma")
+    parser.add_argument(
+        "--database-url", default=None, help="Postgres for --store postgres (default: pgserver)"
+    )
+    parser.add_argument(
+        "--replicas", type=int, nargs="+", default=[1], metavar="N", help="service processes"
+    )
+    args = parser.parse_args(argv)
+    if min(args.replicas) < 1:
+        parser.error("--replicas must be >= 1")
+    if args.store == "chroma" and args.replicas != [1]:
+        parser.error("--replicas needs --store postgres (embedded Chroma is one process)")
+    if args.database_url and args.store != "postgres":
+        parser.error("--database-url needs --store postgres")
+    if args.out is None:
+        args.out = DEFAULT_OUT_POSTGRES if args.store == "postgres" else DEFAULT_OUT
+    return args
 
 
-def measure(service: ServiceProcess, args: argparse.Namespace) -> dict[str, Any]:
-    report: dict[str, Any] = {"runs": []}
-    load = run_clients(service, 8, args.memories, store_sender(0, args.seed), LOAD_TIME_BOUND)
-    with service.client() as client:
+def load(services: Sequence[ServiceProcess], args: argparse.Namespace) -> dict[str, Any]:
+    """Load ``--memories`` memories through ``/store`` from 8 clients."""
+    loaded = run_clients(services, 8, args.memories, store_sender(0, args.seed), LOAD_TIME_BOUND)
+    with services[0].client() as client:
         count = client.get("/health").json()["count"]
-    report["load"] = {**load, "count": count, "rss_mb": rss_mb(service)}
-    print(f"loaded {count} memories: {load['rps']} /store per s, RSS {report['load']['rss_mb']} MB")
-    offset = args.memories
+    rss = [rss_mb(service) for service in services]
+    report = {**loaded, "count": count, "rss_mb": rss[0] if len(rss) == 1 else rss}
+    print(f"loaded {count} memories: {loaded['rps']} /store per s, RSS {report['rss_mb']} MB")
+    return report
+
+
+def measure_runs(
+    services: Sequence[ServiceProcess], args: argparse.Namespace, offset: int
+) -> list[dict[str, Any]]:
+    """/store, /recall_b and /query with 1 and 8 clients; new memories numbered from ``offset``."""
+    runs: list[dict[str, Any]] = []
     for path in ("/store", "/recall_b", "/query"):
         for clients in (1, 8):
             requests = args.requests * (4 if clients == 8 else 1)
@@ -170,39 +209,97 @@ def measure(service: ServiceProcess, args: argparse.Namespace) -> dict[str, Any]
                 offset += requests
             else:
                 sender = search_sender(path, args.seed + clients)
-                run_clients(service, 1, 3, sender)  # warm the scope's lexical index
-            row = {"endpoint": path, **run_clients(service, clients, requests, sender)}
-            report["runs"].append(row)
+                # warm the scope's lexical index on every replica
+                run_clients(services, 1, 3 * len(services), sender)
+            row = {"endpoint": path, **run_clients(services, clients, requests, sender)}
+            runs.append(row)
             print(json.dumps(row))
+    return runs
+
+
+def measure(service: ServiceProcess, args: argparse.Namespace) -> dict[str, Any]:
+    report: dict[str, Any] = {"load": load([service], args)}
+    report["runs"] = measure_runs([service], args, args.memories)
     report["rss_mb_after"] = rss_mb(service)
+    return report
+
+
+@contextlib.contextmanager
+def replicas(count: int, root: Path, settings: dict[str, str]) -> Iterator[list[ServiceProcess]]:
+    """``count`` service processes with these settings, stopped afterwards."""
+    services: list[ServiceProcess] = []
+    try:
+        for n in range(count):
+            # one at a time: each started one is stopped if a later one fails
+            services.append(start_service(root / f"r{n}" / "store", settings=settings))  # noqa: PERF401
+        yield services
+    finally:
+        for service in services:
+            service.stop()
+
+
+def measure_postgres(args: argparse.Namespace, root: Path, database_url: str) -> dict[str, Any]:
+    """One section per replica count, all over one table loaded once."""
+    table = f"service_bench_{uuid.uuid4().hex[:8]}"
+    settings = {"COGITO_DATABASE_URL": database_url, "COGITO_COLLECTION": table}
+    report: dict[str, Any] = {"store": "postgres", "table": table, "replicas": []}
+    offset = args.memories
+    try:
+        for count in args.replicas:
+            print(f"{count} replica(s)", file=sys.stderr)
+            with replicas(count, root / f"x{count}", settings) as services:
+                if "load" not in report:
+                    report["load"] = {"replicas": count, **load(services, args)}
+                runs = measure_runs(services, args, offset)
+                offset += sum(row["requests"] for row in runs if row["endpoint"] == "/store")
+                after = [rss_mb(service) for service in services]
+            report["replicas"].append({"replicas": count, "runs": runs, "rss_mb_after": after})
+    finally:
+        drop_table(database_url, table)
     return report
 
 
 def print_table(report: dict[str, Any]) -> None:
     load = report["load"]
     print(f"\nCorpus: {load['count']} memories; machine: {report['machine']['cpus']} cores\n")
-    print("| endpoint | clients | requests | req/s | p50 ms | p95 ms | errors |")
-    print("|---|---|---|---|---|---|---|")
-    for row in report["runs"]:
-        print(
-            f"| `{row['endpoint']}` | {row['clients']} | {row['requests']} | {row['rps']} "
-            f"| {row['p50_ms']} | {row['p95_ms']} | {row['errors']} |"
-        )
+    sections = report.get("replicas") or [{"runs": report["runs"]}]
+    replica_column = "replicas" in report
+    print(("| replicas " if replica_column else "") + HEADER)
+    print(("|---" if replica_column else "") + "|---|---|---|---|---|---|---|")
+    for section in sections:
+        for row in section["runs"]:
+            print(
+                (f"| {section['replicas']} " if replica_column else "")
+                + f"| `{row['endpoint']}` | {row['clients']} | {row['requests']} | {row['rps']} "
+                f"| {row['p50_ms']} | {row['p95_ms']} | {row['errors']} |"
+            )
+    after = report.get("rss_mb_after") or [s["rss_mb_after"] for s in sections]
     print(
         f"\nLoading {load['requests']} memories through /store (8 clients): {load['rps']} req/s, "
         f"p50 {load['p50_ms']} ms; server RSS after loading: {load['rss_mb']} MB, "
-        f"after all runs: {report['rss_mb_after']} MB"
+        f"after all runs: {after} MB"
     )
+
+
+HEADER = "| endpoint | clients | requests | req/s | p50 ms | p95 ms | errors |"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cogito-service-bench-") as tmp:
-        service = start_service(Path(tmp) / "store")
-        try:
-            report = measure(service, args)
-        finally:
-            service.stop()
+        if args.store == "postgres":
+            with contextlib.ExitStack() as stack:
+                url = args.database_url or stack.enter_context(private_postgres(Path(tmp)))
+                report = measure_postgres(args, Path(tmp), url)
+        else:
+            service = start_service(Path(tmp) / "store")
+            try:
+                report = measure(service, args)
+            finally:
+                service.stop()
+    postgres_settings = (
+        {"store": "postgres", "replicas": args.replicas} if args.store == "postgres" else {}
+    )
     report.update(
         {
             "version": __version__,
@@ -211,7 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "platform": platform.platform(),
                 "python": platform.python_version(),
             },
-            "settings": {"memories": args.memories, "requests": args.requests, "llm": None},
+            "settings": {
+                "memories": args.memories,
+                "requests": args.requests,
+                "llm": None,
+                **postgres_settings,
+            },
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
         }
     )

@@ -8,7 +8,11 @@ first retrieved item whose ``dia_id`` is in its evidence. Two retrieval units:
 
 ``recall_b`` ranks with the in-memory bm25s index a non-persistent store gets;
 ``recall_b_fts`` is the same retriever over the SQLite FTS5 index a persistent
-store gets, so both lexical engines are measured side by side.
+store gets, so both lexical engines are measured side by side. ``recall_b_pg``
+(opt-in) is RecallB over a Postgres store
+(:meth:`~cogito_lc.MemoryStore.from_database_url`, a private pgserver started once
+per run, one table per conversation, dropped afterwards), so its lexical run is
+:class:`~cogito_lc.retrievers.PostgresLexicalIndex`.
 
 The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
 model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
@@ -40,6 +44,7 @@ Usage:
     python benchmarks/locomo.py [PATH] --embeddings local plain-hf --methods vector recall_b
     python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
         --conversations 2 --questions 20 --units facts
+    python benchmarks/locomo.py [PATH] --methods vector recall_b recall_b_fts recall_b_pg
     ```
 """
 
@@ -73,8 +78,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
-from cogito_lc import RecallB, __version__
+from cogito_lc import MemoryStore, RecallB, __version__
+from cogito_lc._core.postgres import postgres_binding
 from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
+from cogito_lc.bench.scale import drop_table, private_postgres
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings, local_model_path
 from cogito_lc.retrievers import SqliteLexicalIndex
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
@@ -219,6 +226,7 @@ def build_methods(
     recall_b_options: dict[str, Any],
     only: set[str],
     cogito: CogitoSetup | None,
+    postgres: MemoryStore | None = None,
 ) -> dict[str, BaseRetriever]:
     from langchain_classic.retrievers import EnsembleRetriever
 
@@ -239,6 +247,8 @@ def build_methods(
         methods["recall_b_fts"] = RecallB(
             vectorstore=store, k=TOP_K, lexical_index=fts_index(docs), **recall_b_options
         )
+    if postgres is not None and "recall_b_pg" in only:
+        methods["recall_b_pg"] = postgres.as_retriever(k=TOP_K, **recall_b_options)
     if cogito is not None and "cogito" in only:
         stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
         methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
@@ -340,6 +350,26 @@ def timed(fn: Callable[[], list[Document]]) -> tuple[list[Document], float]:
     return docs, (time.perf_counter() - start) * 1000
 
 
+@contextlib.contextmanager
+def postgres_store(
+    database_url: str | None, embeddings: Embeddings, docs: list[Document]
+) -> Iterator[MemoryStore | None]:
+    """A Postgres MemoryStore holding ``docs`` in a new table, dropped afterwards."""
+    if database_url is None:
+        yield None
+        return
+    table = f"locomo_{uuid.uuid4().hex[:12]}"
+    memory = MemoryStore.from_database_url(database_url, embeddings=embeddings, collection=table)
+    try:
+        memory.vectorstore.add_documents(docs, ids=[d.id for d in docs])
+        yield memory
+    finally:
+        binding = postgres_binding(memory.vectorstore)
+        if binding is not None:
+            binding.database.close()
+        drop_table(database_url, table)
+
+
 def make_store(embeddings: Embeddings, docs: list[Document]) -> Chroma:
     store = Chroma(collection_name=f"locomo-{uuid.uuid4().hex[:12]}", embedding_function=embeddings)
     store.add_documents(docs, ids=[d.id for d in docs])
@@ -369,20 +399,24 @@ def run_unit(
     cogito: CogitoSetup | None = None,
     max_questions: int | None = None,
     variant: dict[str, Any] | None = None,
+    database_url: str | None = None,
 ) -> dict[str, Tally]:
     tallies: dict[str, Tally] = {}
     for sample in samples:
         data = build_unit(sample, unit, **(variant or {}))
         questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
-        methods = build_methods(store, data.documents, recall_b_options, only or set(), cogito)
-        active = {name: r for name, r in methods.items() if not only or name in only}
-        for retriever in active.values():
-            retriever.invoke("warm up")
-        # methods take turns on each question, so a load change on the machine hits all alike
-        for question, evidence in questions:
-            for name, retriever in active.items():
-                measure(tallies.setdefault(name, Tally()), retriever, question, evidence)
+        with postgres_store(database_url, embeddings, data.documents) as postgres:
+            methods = build_methods(
+                store, data.documents, recall_b_options, only or set(), cogito, postgres
+            )
+            active = {name: r for name, r in methods.items() if not only or name in only}
+            for retriever in active.values():
+                retriever.invoke("warm up")
+            # methods take turns on each question, so a load change on the machine hits all alike
+            for question, evidence in questions:
+                for name, retriever in active.items():
+                    measure(tallies.setdefault(name, Tally()), retriever, question, evidence)
         store.delete_collection()
         print(
             f"  {unit}: {sample.get('sample_id')} done ({len(questions)} questions)",
@@ -449,7 +483,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="only these methods (vector bm25 ensemble mem0_hybrid recall_b recall_b_batch "
         "recall_b_fts; "
-        "cogito is opt-in and needs --llm)",
+        "cogito is opt-in and needs --llm; recall_b_pg is opt-in and starts a private "
+        "Postgres (pgserver) unless --database-url is given)",
     )
     parser.add_argument(
         "--conversations", type=int, default=None, help="only the first N conversations"
@@ -481,6 +516,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="embeddings constructions to compare, rows side by side (default: local)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--database-url", default=None, help="Postgres for recall_b_pg (default: pgserver)"
+    )
     parser.add_argument(
         "--turn-captions",
         action="store_true",
@@ -607,6 +645,16 @@ def cogito_setup(args: argparse.Namespace, stack: contextlib.ExitStack) -> Cogit
     raise SystemExit(msg)
 
 
+def postgres_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str | None:
+    """The database for ``recall_b_pg``: ``--database-url`` or a private pgserver, else None."""
+    if "recall_b_pg" not in (args.methods or []):
+        return None
+    if args.database_url:
+        return str(args.database_url)
+    root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-pg-")))
+    return stack.enter_context(private_postgres(root))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.data.is_file():
@@ -623,6 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         constructions = {name: EMBEDDINGS[name](stack) for name in args.embeddings}
         cogito = cogito_setup(args, stack)
+        database_url = postgres_url(args, stack)
         report: dict[str, Any] = {
             "data": str(args.data),
             "conversations": len(samples),
@@ -655,6 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cogito,
                     args.questions,
                     {"captions": args.turn_captions, "fact_evidence": args.fact_evidence},
+                    database_url,
                 )
                 suffix = "" if len(constructions) == 1 else f" [{construction}]"
                 results.update({name + suffix: t.summary() for name, t in tallies.items()})

@@ -484,7 +484,7 @@ def check_args(args: argparse.Namespace) -> str | None:
 
 
 @contextlib.contextmanager
-def _private_postgres(root: Path) -> Iterator[str]:
+def private_postgres(root: Path) -> Iterator[str]:
     """A Postgres 16 with pgvector from PyPI (pgserver) in ``root``, deleted afterwards."""
     import pgserver
 
@@ -496,7 +496,8 @@ def _private_postgres(root: Path) -> Iterator[str]:
         server.cleanup()
 
 
-def _drop_table(database_url: str, table: str) -> None:
+def drop_table(database_url: str, table: str) -> None:
+    """Drop the memories table ``table`` and forget its schema version."""
     import psycopg
 
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -537,7 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or root
         database_url = ""
         if args.store == "postgres":
-            database_url = args.database_url or stack.enter_context(_private_postgres(root))
+            database_url = args.database_url or stack.enter_context(private_postgres(root))
             report["settings"]["store"] = "postgres"
         for memories, layout in itertools.product(args.sizes, args.layouts):
             directory = workdir / f"{memories}-{layout}"
@@ -561,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.keep:
                 shutil.rmtree(directory, ignore_errors=True)
                 if database_url:
-                    _drop_table(database_url, spec.table)
+                    drop_table(database_url, spec.table)
     print("\n".join(table_lines(report["runs"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

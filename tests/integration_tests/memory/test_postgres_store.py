@@ -13,7 +13,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from cogito_lc import MemoryStore
 from cogito_lc._core.postgres import DatabaseSetupError, PostgresAdapter
-from cogito_lc.retrievers import PostgresLexicalIndex
+from cogito_lc.retrievers import PostgresLexicalIndex, pg_lexical_index
 from tests.integration_tests.conftest import EXAMPLES_DATA
 
 
@@ -94,6 +94,57 @@ def test_lexical_run_is_postgres_full_text(
     assert index.scores("billing port", [doc.id or "", "missing"])["missing"] == 0.0
     assert index.covers_all({"user_id": "a"}) is False
     assert memory.count() == 2
+
+
+def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_lexical_index, "POSTING_BUDGET", 5)
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
+    crowd = memory.scoped({"user_id": "a"})
+    crowd.store_many([f"common common words in note {i}" for i in range(12)])
+    [rare_id] = crowd.store_many(["one common line about the zebra"])
+    memory.scoped({"user_id": "b"}).store("zebra crossing outside common office")
+    assert memory._lexical is not None
+    bounded = memory._lexical.index
+    assert isinstance(bounded, PostgresLexicalIndex)
+    assert bounded.posting_budget == 5
+    exact = PostgresLexicalIndex(bounded.adapter)
+    assert exact.posting_budget == pg_lexical_index.POSTING_BUDGET == 5
+    exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+
+    # Below the budget every row sharing a word is ranked (ts_rank_cd has no idf: the
+    # notes saying "common" twice come first).
+    exact_hits = exact.search("common zebra", k=5, where={"user_id": "a"})
+    assert len(exact_hits) == 5
+    assert all(doc.metadata["user_id"] == "a" for doc, _ in exact_hits)
+    # Past it ("common" is in 14 rows) only the rows holding "zebra" are candidates.
+    hits = bounded.search("common zebra?", k=5, where={"user_id": "a"})
+    assert [doc.id for doc, _ in hits] == [rare_id]
+    assert hits[0][1] == pytest.approx(exact.scores("common zebra", [rare_id])[rare_id])
+    assert {d.metadata["user_id"] for d, _ in bounded.search("common zebra", k=5)} == {"a", "b"}
+    # One term past the budget on its own: at most the budget's rows are ranked.
+    assert len(exact.search("common", k=20)) == 14
+    assert len(bounded.search("common", k=20)) == 5
+    assert bounded.search("common", k=20, where={"user_id": "nobody"}) == []
+    for query in ["'; DROP TABLE x; --", "common & zebra | !c <-> d", "(((", "ünïcode 'common'"]:
+        bounded.search(query, k=5)  # plain words, never query syntax: no error
+
+
+@pytest.mark.parametrize("collection", ["q", "t", "m"])
+def test_lexical_search_in_a_table_named_like_a_query_alias(pg_url: str, collection: str) -> None:
+    memory = _memory(pg_url, collection, DeterministicFakeEmbedding(size=8))
+    [memory_id] = memory.store_many(["the gateway retries webhooks"])
+    assert memory._lexical is not None
+    bounded = PostgresLexicalIndex(memory._store, posting_budget=1)  # the rare-terms path
+    for index in (memory._lexical.index, bounded):
+        assert isinstance(index, PostgresLexicalIndex)
+        [(doc, score)] = index.search("gateway webhooks", k=3, where={"kind": {"$ne": "x"}})
+        assert doc.id == memory_id
+        assert score > 0
+        assert index.scores("gateway", [memory_id])[memory_id] > 0
+    with pytest.raises(ValueError, match="posting_budget"):
+        PostgresLexicalIndex(memory._store, posting_budget=0)
 
 
 def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -> None:
