@@ -10,11 +10,10 @@ number ``bm25()`` would give (same formula, same corpus statistics).
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CorpusStats", "bm25_score", "rarest_terms"]
+__all__ = ["CorpusStats", "bm25_score", "bm25_scorer", "rarest_terms"]
 
 _K1 = 1.2
 _B = 0.75
@@ -58,15 +57,35 @@ def bm25_score(terms: Sequence[str], document_terms: str, stats: CorpusStats) ->
         assert bm25_score(["latency"], "billing port", stats) == 0.0
         ```
     """
-    tokens = document_terms.split()
-    counts = Counter(tokens)
+    return bm25_scorer(terms, stats)(document_terms)
+
+
+def bm25_scorer(terms: Sequence[str], stats: CorpusStats) -> Callable[[str], float]:
+    """:func:`bm25_score` for many documents: the query's weights are worked out once.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score, bm25_scorer
+
+        stats = CorpusStats(rows=3, tokens=6, document_frequency={"port": 1, "billing": 2})
+        score = bm25_scorer(["port", "billing"], stats)
+        assert score("billing port") == bm25_score(["port", "billing"], "billing port", stats)
+        ```
+    """
+    weights = [(term, stats.idf(term)) for term in terms]
     average = stats.tokens / stats.rows if stats.rows else 0.0
-    norm = _K1 * (1 - _B + _B * len(tokens) / average) if average else _K1
-    return sum(
-        stats.idf(term) * counts[term] * (_K1 + 1) / (counts[term] + norm)
-        for term in terms
-        if counts[term]
-    )
+
+    def score(document_terms: str) -> float:
+        tokens = document_terms.split()
+        norm = _K1 * (1 - _B + _B * len(tokens) / average) if average else _K1
+        total = 0.0
+        for term, idf in weights:
+            held = tokens.count(term)
+            if held:
+                total += idf * held * (_K1 + 1) / (held + norm)
+        return total
+
+    return score
 
 
 def rarest_terms(document_frequency: Mapping[str, int], budget: int) -> list[str]:

@@ -71,7 +71,7 @@ def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-WARM_CACHE = 0.5
+WARM_CACHE = 0.9
 """Above this recent hit rate the cache is trusted for candidate vectors; below it the
 search reads them with the documents (where the store can, in the same call)."""
 

@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.filters import equality_clauses
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score, rarest_terms
+from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_scorer, rarest_terms
 from cogito_lc.retrievers._where_sql import where_sql
 from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
 
@@ -319,9 +319,9 @@ class SqliteLexicalIndex:
                 return [_hit(doc_id, text, meta, score) for doc_id, text, meta, _, score in rows]
             rare = rarest_terms(stats.document_frequency, self.posting_budget)
             rows = self._ranked(rare, condition, params, max(CANDIDATES, 20 * k))
+        score = bm25_scorer(held, stats)
         scored = [
-            (bm25_score(held, doc_terms, stats), doc_id, text, meta)
-            for doc_id, text, meta, doc_terms, _ in rows
+            (score(doc_terms), doc_id, text, meta) for doc_id, text, meta, doc_terms, _ in rows
         ]
         scored.sort(key=lambda row: -row[0])
         return [_hit(doc_id, text, meta, score) for score, doc_id, text, meta in scored[:k]]
@@ -389,14 +389,14 @@ class SqliteLexicalIndex:
             return found
         keys = list(found)
         with self._lock:
-            stats = self._stats(terms)
+            score = bm25_scorer(terms, self._stats(terms))
             for start in range(0, len(keys), _BATCH):
                 chunk = keys[start : start + _BATCH]
                 rows = self._conn.execute(
                     f"SELECT id, terms FROM docs WHERE id IN ({', '.join('?' * len(chunk))})",  # noqa: S608
                     chunk,
                 ).fetchall()
-                found.update({doc_id: bm25_score(terms, held, stats) for doc_id, held in rows})
+                found.update({doc_id: score(held) for doc_id, held in rows})
         return found
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:

@@ -29,7 +29,7 @@ from cogito_lc._core.validation import (
     check_query,
     reject_unknown_kwargs,
 )
-from cogito_lc.retrievers import _beside, _search
+from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
@@ -310,7 +310,6 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
-        lexical = _beside.start(lambda: self._lexical_run(decomposition.queries[0]))
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
         search_kwargs, post_filter = self._pushdown()
@@ -324,7 +323,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         )
         if post_filter is not None:
             found.keep(post_filter)
-        hits, corpus_top = lexical.result()
+        hits, corpus_top = self._lexical_run(decomposition.queries[0])
         lexical_run = found.add_run(corpus_top, vector_run=False)
         _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
         docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
@@ -336,14 +335,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
+        found, plan, vectors = await self._afind(decomposition, k)
         loop = asyncio.get_running_loop()
-        lexical = loop.run_in_executor(None, self._lexical_run, decomposition.queries[0])
-        try:
-            found, plan, vectors = await self._afind(decomposition, k)
-        except BaseException:
-            lexical.cancel()
-            raise
-        hits, corpus_top = await lexical
+        hits, corpus_top = await loop.run_in_executor(
+            None, self._lexical_run, decomposition.queries[0]
+        )
         lexical_run = found.add_run(corpus_top, vector_run=False)
         await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
         docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
@@ -375,7 +371,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return found, plan, vectors
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
-        """The corpus lexical run for ``query`` and its top documents (run beside the model)."""
+        """The corpus lexical run for ``query`` and its top documents."""
         hits = self._lexical_hits(query)
         return hits, self._corpus_top(hits)
 
