@@ -14,6 +14,7 @@ or to the first of their evidence turns (the same documents, labelled twice).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -33,12 +34,14 @@ from langchain_core.embeddings import Embeddings
 from pydantic import PrivateAttr
 
 from cogito_lc import RecallB
+from cogito_lc._core.text import STOP_WORDS
 from cogito_lc.bench import locomo
 from cogito_lc.bench.mem0_hybrid import SEMANTIC_K, hybrid_order, keyword_terms, keyword_tokens
 from cogito_lc.retrievers import Bm25Index
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
     lexical_blend,
+    lexical_query,
     query_terms,
 )
 
@@ -86,14 +89,35 @@ class FusionConfig:
     """At most the 10 the runs were cached with."""
     lexical_floor: float = 0.5
     """1.0: fixed lexical weight; below 1, scaled by the lexical run's decisiveness."""
-    lexical_blend_weight: float = 0.6
+    lexical_blend_weight: float = 0.5
     """Share of the squashed absolute BM25 score in the final score (0: off)."""
+    lexical_blend_shift: float = -4.0
+    """Shift of the squashing curve's midpoint."""
+    strip_stop_words: bool = True
+    """The lexical run searches with the query's stop words removed (RecallB's default)."""
+
+    def recall_b_kwargs(self) -> dict[str, Any]:
+        """The RecallB fields that rank as this configuration does."""
+        kwargs = dataclasses.asdict(self)
+        strip = kwargs.pop("strip_stop_words")
+        kwargs["lexical_stop_words"] = STOP_WORDS if strip else frozenset()
+        return kwargs
 
 
 PREVIOUS_DEFAULTS = FusionConfig(
-    rrf_k=10, bm25_weight=0.5, lexical_floor=1.0, lexical_blend_weight=0.0
+    rrf_k=10,
+    bm25_weight=0.5,
+    lexical_floor=1.0,
+    lexical_blend_weight=0.0,
+    lexical_blend_shift=0.0,
+    strip_stop_words=False,
 )
 """RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
+
+UNSTRIPPED_DEFAULTS = FusionConfig(
+    lexical_blend_weight=0.6, lexical_blend_shift=0.0, strip_stop_words=False
+)
+"""RecallB's defaults before the lexical query lost its stop words (``recall_b_unstripped``)."""
 
 
 @dataclass
@@ -105,16 +129,29 @@ class QuestionRuns:
     evidence: frozenset[str]
     vector_runs: list[list[int]]
     lexical_run: list[int]
-    """RecallB's corpus BM25 run (its top ``corpus_bm25_k=10``, ties as the index broke them)."""
+    """RecallB's corpus BM25 run (its top ``corpus_bm25_k=10``, ties as the index broke them),
+    searched with the query without its stop words."""
     live_top: list[int]
     query_cosines: Array
     """Cosine of RecallB's original-query vector to every document."""
     plain_cosines: Array
     """Cosine of the plain ``embed_query`` vector to every document (vector search)."""
     bm25: Array
-    """RecallB's corpus BM25 score of every document."""
+    """RecallB's corpus BM25 score of every document (the query without its stop words)."""
     mem0_keyword: list[tuple[int, float]]
     mem0_terms: int
+    lexical_query: str = ""
+    """The query the lexical run searched with (stop words removed)."""
+    unstripped_lexical_run: list[int] = field(default_factory=list)
+    """The corpus BM25 top 10 for the query as written."""
+    unstripped_bm25: Array | None = None
+    """The corpus BM25 score of every document for the query as written."""
+
+    def lexical(self, strip: bool) -> tuple[str, list[int], Array]:
+        """The lexical query, corpus run and scores, with or without stop words."""
+        if strip or self.unstripped_bm25 is None:
+            return self.lexical_query, self.lexical_run, self.bm25
+        return self.question, self.unstripped_lexical_run, self.unstripped_bm25
 
 
 @dataclass
@@ -205,7 +242,10 @@ def _collect_conversation(
         live = retriever.invoke(question)
         assert retriever._last is not None  # noqa: S101 - set by every ranked invoke
         runs, lexical_run, query_vector = retriever._last
-        by_key = lexical.hits(question).scores(keys)
+        stripped = lexical_query(question, STOP_WORDS)
+        by_key = lexical.hits(stripped).scores(keys)
+        plain_hits = lexical.hits(question)
+        plain_by_key = plain_hits.scores(keys)
         terms = keyword_terms(question)
         keyword: list[tuple[int, float]] = []
         if terms:
@@ -226,6 +266,11 @@ def _collect_conversation(
                 bm25=np.asarray([by_key[key] for key in keys], np.float32),
                 mem0_keyword=keyword,
                 mem0_terms=len(terms),
+                lexical_query=stripped,
+                unstripped_lexical_run=[
+                    position[str(d.id)] for d in plain_hits.top(FusionConfig().corpus_bm25_k)
+                ],
+                unstripped_bm25=np.asarray([plain_by_key[key] for key in keys], np.float32),
             )
         )
     store.delete_collection()
@@ -279,7 +324,7 @@ class _Components:
     lexical_top: list[float]
 
 
-_MEMO: dict[tuple[int, int, int], tuple[QuestionRuns, _Components]] = {}
+_MEMO: dict[tuple[int, int, int, bool], tuple[QuestionRuns, _Components]] = {}
 
 
 def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDArray[np.float64]:
@@ -290,19 +335,20 @@ def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDA
     return out
 
 
-def _components(runs: QuestionRuns, rrf_k: int, corpus_k: int) -> _Components | None:
-    key = (id(runs), rrf_k, corpus_k)
+def _components(runs: QuestionRuns, rrf_k: int, corpus_k: int, strip: bool) -> _Components | None:
+    key = (id(runs), rrf_k, corpus_k, strip)
     cached = _MEMO.get(key)
     if cached is not None and cached[0] is runs:
         return cached[1]
-    lexical = runs.lexical_run[:corpus_k]
+    _, lexical_run, bm25 = runs.lexical(strip)
+    lexical = lexical_run[:corpus_k]
     pool: dict[int, int] = {}
     for doc in itertools.chain(*runs.vector_runs, lexical):
         pool.setdefault(doc, len(pool))
     if not pool:
         return None
     members = np.fromiter(pool, dtype=np.int64)
-    pool_scores = runs.bm25[members]
+    pool_scores = bm25[members]
     ranked = [
         int(members[i]) for i in np.argsort(-pool_scores, kind="stable") if pool_scores[i] > 0
     ]
@@ -316,7 +362,7 @@ def _components(runs: QuestionRuns, rrf_k: int, corpus_k: int) -> _Components | 
         lexical=_rrf_vector(lexical, pool, rrf_k),
         pool_bm25=_rrf_vector(ranked, pool, rrf_k),
         cosines=_unit_range(runs.query_cosines[members]),
-        lexical_top=[float(runs.bm25[i]) for i in lexical[:2]],
+        lexical_top=[float(bm25[i]) for i in lexical[:2]],
     )
     _MEMO[key] = (runs, components)
     return components
@@ -329,7 +375,7 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     top, fused by weighted RRF (original, fragments, corpus BM25, pool BM25) and
     blended with the original query's cosine, each scaled to 0..1 in the pool.
     """
-    parts = _components(runs, config.rrf_k, config.corpus_bm25_k)
+    parts = _components(runs, config.rrf_k, config.corpus_bm25_k, config.strip_stop_words)
     if parts is None:
         return []
     lexical_weight = config.corpus_bm25_weight
@@ -346,12 +392,14 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     scores = config.cosine_weight * parts.cosines + (1.0 - config.cosine_weight) * _unit_range(
         fused
     )
-    if config.lexical_blend_weight > 0:
+    query, _, bm25 = runs.lexical(config.strip_stop_words)
+    if config.lexical_blend_weight > 0 and query.strip():
         scores = lexical_blend(
             scores,
-            runs.bm25[parts.members].tolist(),
-            _terms(runs.question),
+            bm25[parts.members].tolist(),
+            _terms(query),
             config.lexical_blend_weight,
+            config.lexical_blend_shift,
         )
     return [int(parts.members[i]) for i in np.argsort(-scores, kind="stable")[:k]]
 
@@ -366,7 +414,7 @@ def vector_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
 
 
 def bm25_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
-    return _lexical_top(runs.bm25, k)
+    return _lexical_top(runs.lexical(strip=False)[2], k)
 
 
 def ensemble_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
@@ -434,6 +482,26 @@ def blend_grid() -> list[FusionConfig]:
         for c in fixed
         for floor in (1.0, 0.5)
         for weight in BLEND_WEIGHTS
+    ]
+
+
+BLEND_SHIFTS = (-4.0, -3.0, -2.0, -1.0, 0.0)
+"""The midpoint shifts of the BM25 squashing curve tried by :func:`stop_word_grid`."""
+
+
+def stop_word_grid() -> list[FusionConfig]:
+    """The lexical query with or without stop words, by blend share, curve shift and cosine."""
+    return [
+        FusionConfig(
+            cosine_weight=cosine,
+            lexical_blend_weight=weight,
+            lexical_blend_shift=shift,
+            strip_stop_words=strip,
+        )
+        for strip in (False, True)
+        for shift in BLEND_SHIFTS
+        for weight in (0.5, 0.6, 0.7)
+        for cosine in (0.2, 0.35)
     ]
 
 
@@ -523,6 +591,7 @@ def cross_validate(
             "recall_b_cv": adaptive_grid()[:fixed],
             "recall_b_adaptive_cv": adaptive_grid(),
             "recall_b_blend_cv": blend_grid(),
+            "recall_b_stop_words_cv": stop_word_grid(),
         }
     groups: dict[tuple[str, bool], list[UnitVariant]] = {}
     for variant in caches:
@@ -536,6 +605,7 @@ def cross_validate(
 
     table: Table = {name: score_all(order) for name, order in BASELINES.items()}
     table["recall_b_previous"] = score_all(lambda runs: fusion_order(runs, PREVIOUS_DEFAULTS))
+    table["recall_b_unstripped"] = score_all(lambda runs: fusion_order(runs, UNSTRIPPED_DEFAULTS))
     table["recall_b"] = score_all(lambda runs: fusion_order(runs, FusionConfig()))
     chosen: dict[str, list[FusionConfig]] = {}
     scored: dict[FusionConfig, dict[str, list[Hits]]] = {}

@@ -9,12 +9,18 @@ fusion weight by it, at the cost of reading two scores.
 :func:`lexical_blend` adds the absolute BM25 score of each candidate, squashed to
 0..1 by mem0's logistic curve (:func:`bm25_sigmoid`), as a term of the final
 blend: a strong keyword match counts however the rest of the pool scores.
+
+:func:`lexical_query` drops function and question words ("when", "did", "my")
+from the query the lexical run searches with: the corpus index keeps them (its
+stop-word list is short), and in conversational memories they match nearly
+every document, drowning the rare words that identify the memory.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 
 import bm25s
 import numpy as np
@@ -25,8 +31,11 @@ __all__ = [
     "bm25_sigmoid",
     "lexical_blend",
     "lexical_decisiveness",
+    "lexical_query",
     "query_terms",
 ]
+
+_WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 
 
 def lexical_decisiveness(top_scores: Sequence[float]) -> float:
@@ -70,8 +79,10 @@ def adaptive_lexical_weight(base: float, top_scores: Sequence[float], floor: flo
     return base * (floor + (1.0 - floor) * lexical_decisiveness(top_scores))
 
 
-def bm25_sigmoid(raw: float, terms: int) -> float:
+def bm25_sigmoid(raw: float, terms: int, shift: float = 0.0) -> float:
     """mem0's BM25 normalisation: a logistic curve set by the number of query terms.
+
+    ``shift`` moves the curve's midpoint (the score squashed to 0.5) by that much.
 
     Example:
         ```python
@@ -79,6 +90,7 @@ def bm25_sigmoid(raw: float, terms: int) -> float:
 
         assert bm25_sigmoid(5.0, terms=2) == 0.5
         assert bm25_sigmoid(0.0, terms=2) < 0.05
+        assert bm25_sigmoid(3.0, terms=2, shift=-2.0) == 0.5
         ```
     """
     if terms <= 3:
@@ -91,7 +103,7 @@ def bm25_sigmoid(raw: float, terms: int) -> float:
         midpoint, steepness = 10.0, 0.5
     else:
         midpoint, steepness = 12.0, 0.5
-    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint)))
+    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint - shift)))
 
 
 def query_terms(query: str) -> int:
@@ -108,8 +120,29 @@ def query_terms(query: str) -> int:
     return len(words)
 
 
+def lexical_query(query: str, stop_words: Collection[str]) -> str:
+    """``query`` without its ``stop_words`` (compared lower-cased), the words joined by spaces.
+
+    Words are runs of two or more letters or digits, as the lexical indexes split them.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.adaptive_fusion import lexical_query
+
+        stop = {"when", "did", "to", "the"}
+        assert lexical_query("When did Melanie go to the park?", stop) == "Melanie go park"
+        assert lexical_query("When did", stop) == ""
+        ```
+    """
+    return " ".join(word for word in _WORD_RE.findall(query) if word.lower() not in stop_words)
+
+
 def lexical_blend(
-    scores: npt.NDArray[np.float32], raw_bm25: Sequence[float], terms: int, weight: float
+    scores: npt.NDArray[np.float32],
+    raw_bm25: Sequence[float],
+    terms: int,
+    weight: float,
+    shift: float = 0.0,
 ) -> npt.NDArray[np.float32]:
     """Mix ``scores`` with each candidate's squashed BM25 score: ``(1 - weight) * s + weight * b``.
 
@@ -118,6 +151,7 @@ def lexical_blend(
         raw_bm25: Each candidate's raw BM25 score for the query (0 when it shares no word).
         terms: How many terms the query has (:func:`query_terms`; sets the curve).
         weight: Share of the squashed BM25 score, 0..1; 0 returns ``scores`` unchanged.
+        shift: Moves the squashing curve's midpoint (see :func:`bm25_sigmoid`).
 
     Example:
         ```python
@@ -135,6 +169,6 @@ def lexical_blend(
     if weight == 0.0:
         return scores
     squashed = np.asarray(
-        [bm25_sigmoid(float(raw), terms) if raw > 0 else 0.0 for raw in raw_bm25], np.float32
+        [bm25_sigmoid(float(raw), terms, shift) if raw > 0 else 0.0 for raw in raw_bm25], np.float32
     )
     return ((1.0 - weight) * scores + weight * squashed).astype(np.float32)

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from cogito_lc._core.filters import equality_predicate, store_filter
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
+from cogito_lc._core.text import STOP_WORDS
 from cogito_lc._core.validation import (
     RejectUnknownFields,
     check_positive_int,
@@ -45,6 +46,7 @@ from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
     lexical_blend,
+    lexical_query,
     query_terms,
 )
 from cogito_lc.retrievers.lexical_index import LexicalIndex
@@ -166,10 +168,20 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     weight is scaled by how decisive the run is for this query, from this share (its two
     best scores equal) up to the full weight (the best far ahead of the runner-up);
     see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
-    lexical_blend_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    lexical_blend_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Share of each candidate's absolute corpus BM25 score, squashed to 0..1 by mem0's
     logistic curve, in the final score (0 turns it off); the rest is the cosine and rank
     blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
+    lexical_blend_shift: float = -4.0
+    """Moves the midpoint of the curve that squashes BM25 scores for ``lexical_blend_weight``
+    (mem0's midpoints, 5 to 12 by query length, plus this). Negative (default -4.0) because
+    the lexical query has its stop words removed (``lexical_stop_words``): fewer terms score
+    lower, so a match on the query's rare words counts from a lower raw score."""
+    lexical_stop_words: frozenset[str] = STOP_WORDS
+    """Words removed from the query before the corpus BM25 search (compared lower-cased):
+    function and question words ("when", "did", "my") that the index keeps but that match
+    nearly every conversational memory. Empty searches with the query as written. A query
+    made only of these words gets no lexical run."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -287,8 +299,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return self._translated_kwargs(), None
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
+    def lexical_query(self, query: str) -> str:
+        """The query the corpus BM25 search runs with: ``query`` without ``lexical_stop_words``."""
+        if not self.lexical_stop_words:
+            return query
+        return lexical_query(query, self.lexical_stop_words)
+
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
-        if (
+        if not query.strip() or (
             self.corpus_bm25_weight <= 0
             and self.bm25_weight <= 0
             and self.lexical_blend_weight <= 0
@@ -371,8 +389,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return found, plan, vectors
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
-        """The corpus lexical run for ``query`` and its top documents."""
-        hits = self._lexical_hits(query)
+        """The corpus lexical run for ``query`` (without stop words) and its top documents."""
+        hits = self._lexical_hits(self.lexical_query(query))
         return hits, self._corpus_top(hits)
 
     def _corpus_top(self, hits: _LexicalRun | None) -> list[Document]:
@@ -393,14 +411,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         if not found.pool:
             return []
         keys = list(found.pool)
-        fused = self._fuse(decomposition.queries[0], found, hits, lexical_run, keys)
+        query = self.lexical_query(decomposition.queries[0])
+        fused = self._fuse(query, found, hits, lexical_run, keys)
         cosines = cosine_scores(query_vector, np.stack([found.vectors[key] for key in keys]))
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
             return []
-        scores = self._lexical_blend(
-            decomposition.queries[0], blend(cosines, fused, self.cosine_weight), hits, keys
-        )
+        scores = self._lexical_blend(query, blend(cosines, fused, self.cosine_weight), hits, keys)
         order = np.argsort(-scores, kind="stable")[:k]
         method = _method_tag(decomposition, found)
         return [
@@ -454,6 +471,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             [raw.get(key, 0.0) for key in keys],
             query_terms(query),
             self.lexical_blend_weight,
+            self.lexical_blend_shift,
         )
 
     @staticmethod

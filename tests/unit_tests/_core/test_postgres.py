@@ -10,6 +10,7 @@ from cogito_lc._core.postgres import (
     redact_url,
     where_to_sql,
 )
+from cogito_lc.retrievers.lexical_index import lexical_terms
 from cogito_lc.retrievers.pg_lexical_index import _tsquery
 
 
@@ -55,8 +56,8 @@ def test_bad_filters_are_rejected() -> None:
     "query", ["'; DROP TABLE x; --", "a & b | !c <-> d", "???", "", "(((", "it's \\ 'quoted'"]
 )
 def test_any_text_becomes_plain_quoted_terms(query: str) -> None:
-    tsquery = _tsquery(query)
-    if tsquery is not None:
+    tsquery = _tsquery(lexical_terms(query))
+    if tsquery:
         for term in tsquery.split(" | "):
             assert term.startswith("'")
             assert term.endswith("'")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import RecallB
 from cogito_lc.bench import locomo, locomo_cv
@@ -77,6 +78,7 @@ def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any,
         "ensemble",
         "mem0_hybrid",
         "recall_b_previous",
+        "recall_b_unstripped",
         "recall_b",
         "fitted",
     }
@@ -144,7 +146,7 @@ def _moved_by_the_blend(cached: dict[Any, Any], config: FusionConfig) -> int:
     """Assert live RecallB under ``config`` ranks like the offline scorer; count blend-moved."""
     docs = locomo.build_unit(_samples(3)[0], "turns").documents
     store = locomo.make_store(HashEmbeddings(size=64), docs)
-    live = RecallB(vectorstore=store, k=locomo_cv.TOP_K, **dataclasses.asdict(config))
+    live = RecallB(vectorstore=store, k=locomo_cv.TOP_K, **config.recall_b_kwargs())
     conversation = cached[UnitVariant("turns")][0]
     unblended = dataclasses.replace(config, lexical_blend_weight=0.0)
     moved = 0
@@ -183,5 +185,30 @@ def test_the_blend_grid_adds_blend_weights_to_the_adaptive_grid() -> None:
 
 def test_the_offline_defaults_are_recall_b_defaults() -> None:
     defaults = RecallB.model_fields
-    for name, value in dataclasses.asdict(FusionConfig()).items():
+    for name, value in FusionConfig().recall_b_kwargs().items():
         assert defaults[name].default == value, name
+
+
+def test_offline_ranking_with_the_query_as_written_is_live_recall_b_without_stop_words(
+    cached: dict[Any, Any],
+) -> None:
+    _moved_by_the_blend(cached, locomo_cv.UNSTRIPPED_DEFAULTS)
+
+
+def test_the_cache_keeps_the_lexical_query_with_and_without_stop_words(
+    cached: dict[Any, Any],
+) -> None:
+    runs = [q for c in cached[UnitVariant("turns")] for q in c.questions]
+    live = RecallB(vectorstore=InMemoryVectorStore(HashEmbeddings(size=64)))
+    assert all(q.lexical_query == live.lexical_query(q.question) for q in runs)
+    differs = [q for q in runs if q.lexical_query != q.question]
+    assert differs
+    assert any(not np.array_equal(q.bm25, q.unstripped_bm25) for q in differs)
+
+
+def test_the_stop_word_grid_tries_the_query_with_and_without_stop_words() -> None:
+    grid = locomo_cv.stop_word_grid()
+    assert {c.strip_stop_words for c in grid} == {False, True}
+    assert {c.lexical_blend_shift for c in grid} == set(locomo_cv.BLEND_SHIFTS)
+    assert FusionConfig() in grid
+    assert len(set(grid)) == len(grid)

@@ -10,6 +10,7 @@ from cogito_lc.retrievers.adaptive_fusion import (
     bm25_sigmoid,
     lexical_blend,
     lexical_decisiveness,
+    lexical_query,
     query_terms,
 )
 
@@ -76,3 +77,25 @@ def test_the_sigmoid_midpoint_grows_with_the_query(terms: int, midpoint: float) 
 def test_query_terms_count_words_without_english_stop_words() -> None:
     assert query_terms("the auth tokens of the billing service") == 4
     assert query_terms("the of") == 0
+
+
+def test_a_shift_moves_the_curves_midpoint() -> None:
+    assert bm25_sigmoid(1.0, terms=2, shift=-4.0) == pytest.approx(0.5)
+    assert bm25_sigmoid(3.0, terms=2, shift=-4.0) > bm25_sigmoid(3.0, terms=2)
+
+
+def test_the_blend_squashes_with_the_shifted_curve() -> None:
+    mixed = lexical_blend(np.zeros(1, np.float32), [3.0], terms=2, weight=1.0, shift=-2.0)
+    assert mixed.tolist() == pytest.approx([0.5])
+
+
+def test_the_lexical_query_drops_stop_words_whatever_their_case() -> None:
+    stop = frozenset({"when", "did", "her", "to"})
+    assert lexical_query("When did Caroline go to HER pottery class?", stop) == (
+        "Caroline go pottery class"
+    )
+
+
+def test_the_lexical_query_keeps_the_words_an_index_would_split_out() -> None:
+    assert lexical_query("port 8083, auth_tokens; x", frozenset()) == "port 8083 auth_tokens"
+    assert lexical_query("did it?", frozenset({"did", "it"})) == ""

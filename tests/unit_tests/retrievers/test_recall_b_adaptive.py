@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -19,7 +21,7 @@ TEXTS = {
 }
 
 
-def _rrf(store: InMemoryVectorStore, query: str, **options: float) -> dict[str, float]:
+def _rrf(store: InMemoryVectorStore, query: str, **options: Any) -> dict[str, float]:
     docs = RecallB(vectorstore=store, k=4, bm25_weight=0.0, **options).invoke(query)
     return {str(d.id): d.metadata[METADATA_KEY]["rrf"] for d in docs}
 
@@ -74,7 +76,8 @@ def test_a_full_lexical_blend_orders_by_the_squashed_bm25_score() -> None:
     scores = [d.metadata[METADATA_KEY]["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
     assert scores[-1] == 0.0  # d shares no word with the query
-    assert scores[0] == pytest.approx(bm25_sigmoid(_bm25(store, query)["a"], terms=3))
+    shift = RecallB.model_fields["lexical_blend_shift"].default
+    assert scores[0] == pytest.approx(bm25_sigmoid(_bm25(store, query)["a"], terms=3, shift=shift))
 
 
 def test_the_lexical_blend_works_with_every_lexical_run_off() -> None:
@@ -92,6 +95,40 @@ def test_the_lexical_blend_works_with_every_lexical_run_off() -> None:
 def test_a_lexical_blend_weight_above_one_is_rejected() -> None:
     with pytest.raises(ValueError, match="lexical_blend_weight"):
         RecallB(vectorstore=_store(), lexical_blend_weight=1.5)
+
+
+def test_the_lexical_query_leaves_out_stop_words() -> None:
+    retriever = RecallB(vectorstore=_store())
+    assert retriever.lexical_query("When did the keeper paint her boats?") == "keeper paint boats"
+    kept = RecallB(vectorstore=_store(), lexical_stop_words=frozenset())
+    assert kept.lexical_query("When did the keeper paint?") == "When did the keeper paint?"
+
+
+def _chatty_store() -> InMemoryVectorStore:
+    store = InMemoryVectorStore(embedding=HashEmbeddings())
+    texts = {"chat": "when did you say you would go, when did we agree", **TEXTS}
+    store.add_texts(list(texts.values()), ids=list(texts))
+    return store
+
+
+def test_stop_words_of_the_query_earn_no_lexical_score() -> None:
+    store = _chatty_store()
+    query = "when did the baker bake"
+    full = {"lexical_blend_weight": 1.0}
+    plain = RecallB(vectorstore=store, k=5, lexical_stop_words=frozenset(), **full).invoke(query)
+    stripped = RecallB(vectorstore=store, k=5, **full).invoke(query)
+    score = {str(d.id): d.metadata[METADATA_KEY]["score"] for d in stripped}
+    assert {str(d.id): d.metadata[METADATA_KEY]["score"] for d in plain}["chat"] > 0.0
+    assert score["chat"] == 0.0
+    assert str(stripped[0].id) == "d"
+
+
+def test_a_query_of_stop_words_only_gets_no_lexical_run() -> None:
+    store = _chatty_store()
+    query = "when did you"
+    stripped = _rrf(store, query)
+    assert stripped == _rrf(store, query, corpus_bm25_weight=0.0, lexical_blend_weight=0.0)
+    assert _rrf(store, query, lexical_stop_words=frozenset()) != stripped
 
 
 def _bm25(store: InMemoryVectorStore, query: str) -> dict[str, float]:
