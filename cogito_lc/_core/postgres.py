@@ -40,6 +40,7 @@ from cogito_lc._core.stores import (
     Run,
     ScoredDocument,
     StoreAdapter,
+    StoredVectors,
     Vector,
     register_adapter,
 )
@@ -555,7 +556,7 @@ class PostgresAdapter(BatchedSearchAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
-        stored: dict[str, Vector] | None = None,
+        stored: StoredVectors | None = None,
     ) -> list[Run]:
         """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
         found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))

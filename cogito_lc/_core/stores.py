@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
@@ -38,6 +39,7 @@ __all__ = [
     "Run",
     "ScoredDocument",
     "StoreAdapter",
+    "StoredVectors",
     "adapter_for",
     "check_filterable",
     "cosine_scores",
@@ -59,6 +61,22 @@ Run = tuple[list[Document], bool]
 """One ranked search run and whether it was searched by text (the store has no vector search)."""
 
 ScoredDocument = tuple[Document, float | None]
+
+
+@dataclass
+class StoredVectors:
+    """A search's request for the stored vectors of the documents it finds.
+
+    Documents ``known`` (by id) are read without their vector; the vectors read
+    land in :attr:`found`, by id.
+    """
+
+    known: Callable[[str], bool] = field(default=lambda _doc_id: False)
+    """Whether the caller already holds this document's vector."""
+    found: dict[str, Vector] = field(default_factory=dict)
+    """The vectors read, by document id."""
+
+
 """A document found by a search and its score (None when the store gives no finite score)."""
 
 _SAME_VECTOR = 1e-5
@@ -209,14 +227,14 @@ class StoreAdapter:
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
-        stored: dict[str, Vector] | None = None,
+        stored: StoredVectors | None = None,
     ) -> list[Run]:
         """One ranked run per query vector (a row of ``vectors``), ``fetch_ks[i]`` for query ``i``.
 
         A store without vector search is searched with the query text instead.
         ``search_kwargs`` go to every search as they are. When ``stored`` is given,
-        an adapter that reads the found documents' vectors in the same call puts
-        them there by id (here: none).
+        an adapter that can read the found documents' vectors with them puts
+        those it was not told are known in ``stored.found`` (here: none).
         """
         return [
             self._run(text, vector, fetch_k, search_kwargs)
@@ -229,7 +247,7 @@ class StoreAdapter:
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
-        stored: dict[str, Vector] | None = None,
+        stored: StoredVectors | None = None,
     ) -> list[Run]:
         """Async :meth:`search_by_vectors`: the searches run concurrently."""
         runs = await asyncio.gather(
@@ -347,7 +365,7 @@ class BatchedSearchAdapter(StoreAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
-        stored: dict[str, Vector] | None = None,
+        stored: StoredVectors | None = None,
     ) -> list[Run]:
         """Async :meth:`search_by_vectors` (the one query runs in a worker thread)."""
         loop = asyncio.get_running_loop()
@@ -425,7 +443,7 @@ class ChromaAdapter(BatchedSearchAdapter):
         vectors: Vector,
         fetch_ks: Sequence[int],
         search_kwargs: Mapping[str, Any],
-        stored: dict[str, Vector] | None = None,
+        stored: StoredVectors | None = None,
     ) -> list[Run]:
         """All query vectors in one collection query (``filter`` is the ``where`` dict).
 
@@ -448,15 +466,31 @@ class ChromaAdapter(BatchedSearchAdapter):
         return [([found[i] for i in ids if i in found], False) for ids in run_ids]
 
     def _read_found(
-        self, ids: list[str], filters: Mapping[str, Any], stored: dict[str, Vector] | None
+        self, ids: list[str], filters: Mapping[str, Any], stored: StoredVectors | None
     ) -> dict[str, Document]:
-        """The documents with these ids still matching ``filters`` (a write may come between)."""
+        """The documents with these ids still matching ``filters`` (a write may come between).
+
+        Vectors are read only for documents whose vectors are not ``known``: with
+        the rest in one ``get`` when they are most, else in a ``get`` of their own.
+        """
+        unknown = [] if stored is None else [i for i in ids if not stored.known(i)]
+        if not unknown:
+            return self._get_found(ids, filters, None)
+        if len(unknown) * 2 >= len(ids):
+            return self._get_found(ids, filters, stored)
+        missing = set(unknown)
+        found = self._get_found([i for i in ids if i not in missing], filters, None)
+        return {**found, **self._get_found(unknown, filters, stored)}
+
+    def _get_found(
+        self, ids: list[str], filters: Mapping[str, Any], stored: StoredVectors | None
+    ) -> dict[str, Document]:
         if not ids:
             return {}
         include = ["documents", "metadatas", *(["embeddings"] if stored is not None else [])]
         raw = self.collection.get(ids=ids, include=include, **filters)
         if stored is not None:
-            stored.update(
+            stored.found.update(
                 (doc_id, np.asarray(vector, dtype=np.float32))
                 for doc_id, vector, text in zip(
                     raw["ids"], raw["embeddings"], raw["documents"], strict=True

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from cogito_lc._core.stores import Run, StoreAdapter
+from cogito_lc._core.stores import Run, StoreAdapter, StoredVectors
 from cogito_lc.retrievers._fusion import document_key
 from cogito_lc.retrievers._vector_cache import VectorCache
 
@@ -71,23 +71,21 @@ def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-WARM_CACHE = 0.9
-"""Above this recent hit rate the cache is trusted for candidate vectors; below it the
-search reads them with the documents (where the store can, in the same call)."""
+def _stored_vectors(cache: VectorCache) -> StoredVectors:
+    """Ask the search for the vectors of candidates the cache holds none for."""
+    return StoredVectors(known=cache.holds)
 
 
-def _stored_vectors_wanted(cache: VectorCache) -> dict[str, Matrix] | None:
-    return {} if cache.hit_rate < WARM_CACHE else None
-
-
-def _collect(runs: Sequence[Run], stored: dict[str, Matrix] | None) -> SearchResult:
+def _collect(runs: Sequence[Run], stored: StoredVectors) -> SearchResult:
     result = SearchResult()
     for docs, by_text in runs:
         result.text_search = result.text_search or by_text
         result.add_run(docs)
-    if stored:
+    if stored.found:
         result.vectors.update(
-            (key, stored[doc.id]) for key, doc in result.pool.items() if doc.id in stored
+            (key, stored.found[doc.id])
+            for key, doc in result.pool.items()
+            if doc.id in stored.found
         )
     return result
 
@@ -103,10 +101,11 @@ def search(
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
 
-    While ``cache`` is cold, candidate vectors the store reads with the documents
-    are kept in the result (and given to the cache by :func:`fill_vectors`).
+    Where the store reads vectors with the documents, those of candidates the
+    cache holds none for are kept in the result (and given to the cache by
+    :func:`fill_vectors`).
     """
-    stored = _stored_vectors_wanted(cache)
+    stored = _stored_vectors(cache)
     runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
     return _collect(runs, stored)
 
@@ -121,7 +120,7 @@ async def asearch(
     cache: VectorCache,
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    stored = _stored_vectors_wanted(cache)
+    stored = _stored_vectors(cache)
     runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
     return _collect(runs, stored)
 
@@ -129,8 +128,7 @@ async def asearch(
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
     """Fill vectors from the cache; return the texts still missing, by key.
 
-    Every candidate is looked up, so the cache's hit rate says whether the next
-    search should read vectors; those the search read from the store go into it.
+    Vectors the search read from the store go into the cache.
     """
     missing: dict[str, str] = {}
     for key, doc in result.pool.items():
@@ -139,7 +137,7 @@ def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
         if cached is not None:
             result.vectors.setdefault(key, cached)
         elif key in result.vectors:
-            cache.put(cache_key, result.vectors[key])
+            cache.put(cache_key, result.vectors[key], group=key)
         else:
             missing[key] = doc.page_content
     return missing
@@ -151,7 +149,7 @@ def _store_vectors(
     for (key, text), vector in zip(missing.items(), embedded, strict=True):
         array = np.asarray(vector, dtype=np.float32)
         result.vectors[key] = array
-        cache.put(_cache_key(key, text), array)
+        cache.put(_cache_key(key, text), array, group=key)
 
 
 def fill_vectors(

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+import weakref
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["VectorCache"]
+__all__ = ["VectorCache", "shared_cache"]
 
 Vector = npt.NDArray[np.float32]
-
-_DECAY = 0.99
 
 
 class VectorCache:
@@ -42,8 +42,8 @@ class VectorCache:
         self.max_size = max_size
         self._items: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
-        self._hits = 0.0
-        self._lookups = 0.0
+        self._group_of: dict[str, str] = {}
+        self._group_sizes: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -52,30 +52,43 @@ class VectorCache:
         """Return the vector for ``key`` and mark it recently used, or ``None``."""
         with self._lock:
             vector = self._items.get(key)
-            self._lookups = self._lookups * _DECAY + 1.0
-            self._hits *= _DECAY
             if vector is not None:
                 self._items.move_to_end(key)
-                self._hits += 1.0
             return vector
 
-    @property
-    def hit_rate(self) -> float:
-        """The share of recent lookups that found their vector (0.0 before any lookup).
+    def holds(self, group: str) -> bool:
+        """Whether any vector put with this ``group`` is still cached (e.g. a document id)."""
+        with self._lock:
+            return self._group_sizes[group] > 0
 
-        Recent: each lookup weighs 1% more than the one before it.
+    def put(self, key: str, vector: Vector, *, group: str | None = None) -> None:
+        """Store ``vector`` under ``key``, evicting the least recently used beyond the bound.
+
+        Args:
+            key: The cache key.
+            vector: The vector.
+            group: What :meth:`holds` answers for, when the key is finer (an id and a
+                hash of the text).
         """
-        return self._hits / self._lookups if self._lookups else 0.0
-
-    def put(self, key: str, vector: Vector) -> None:
-        """Store ``vector`` under ``key``, evicting the least recently used beyond the bound."""
         if self.max_size == 0:
             return
         with self._lock:
+            self._forget(key)
             self._items[key] = vector
-            self._items.move_to_end(key)
+            if group is not None:
+                self._group_of[key] = group
+                self._group_sizes[group] += 1
             while len(self._items) > self.max_size:
-                self._items.popitem(last=False)
+                evicted, _ = self._items.popitem(last=False)
+                self._forget(evicted)
+
+    def _forget(self, key: str) -> None:
+        self._items.pop(key, None)
+        group = self._group_of.pop(key, None)
+        if group is not None:
+            self._group_sizes[group] -= 1
+            if self._group_sizes[group] <= 0:
+                del self._group_sizes[group]
 
     def put_many(self, items: Iterable[tuple[str, Vector]]) -> None:
         """Store several vectors."""
@@ -86,3 +99,47 @@ class VectorCache:
         """Drop every cached vector."""
         with self._lock:
             self._items.clear()
+            self._group_of.clear()
+            self._group_sizes.clear()
+
+
+_SharedKey = tuple[int, int, int]
+_SHARED: dict[_SharedKey, tuple[weakref.ref[Any], weakref.ref[Any], VectorCache]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_cache(store: Any, embeddings: Any, max_size: int) -> VectorCache:
+    """One cache per vector store, embeddings object and size in a process.
+
+    Retrievers built per request over the same store (the service, a
+    ``MemoryStore``'s ``as_retriever``) share their candidate vectors. Objects
+    without weak references get a cache of their own.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from cogito_lc.retrievers._vector_cache import shared_cache
+
+        embeddings = DeterministicFakeEmbedding(size=8)
+        store = InMemoryVectorStore(embeddings)
+        assert shared_cache(store, embeddings, 100) is shared_cache(store, embeddings, 100)
+        assert shared_cache(store, embeddings, 100) is not shared_cache(store, embeddings, 10)
+        ```
+    """
+    key = (id(store), id(embeddings), max_size)
+    with _SHARED_LOCK:
+        known = _SHARED.get(key)
+        if known is not None and known[0]() is store and known[1]() is embeddings:
+            return known[2]
+        cache = VectorCache(max_size)
+        try:
+            refs = (
+                weakref.ref(store, lambda _: _SHARED.pop(key, None)),
+                weakref.ref(embeddings, lambda _: _SHARED.pop(key, None)),
+            )
+        except TypeError:
+            return cache
+        _SHARED[key] = (*refs, cache)
+        return cache

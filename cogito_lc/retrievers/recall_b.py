@@ -42,7 +42,7 @@ from cogito_lc.retrievers._subquery_vectors import (
     embed_with_plan,
     shared_plan,
 )
-from cogito_lc.retrievers._vector_cache import VectorCache
+from cogito_lc.retrievers._vector_cache import VectorCache, shared_cache
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
     lexical_blend,
@@ -153,7 +153,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     standout_margin: float = Field(default=0.1, ge=0.0)
     """How far the best cosine must lead the second for ``score_floor`` not to apply."""
     cache_size: int = Field(default=10_000, ge=0)
-    """The most candidate vectors kept for stores that do not return their vectors."""
+    """The most candidate vectors kept; one cache per vector store, query embeddings and size
+    in a process, shared by the retrievers built over them (the service builds one a request)."""
     subquery_vectors: SubqueryVectorMode = "auto"
     """How sub-query vectors are made: ``"span"`` derives them from one forward pass
     of the query on a local sentence-transformers model; ``"batch"`` embeds all
@@ -198,7 +199,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
                 "with an embedding function or pass embeddings=... to RecallB."
             )
             raise ValueError(msg)
-        self._cache = VectorCache(self.cache_size)
+        self._cache = shared_cache(self.vectorstore, self.query_embeddings, self.cache_size)
         self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
         self._store = adapter_for(self.vectorstore)
         if self.lexical_index is None:

@@ -16,6 +16,7 @@ from cogito_lc._core.stores import (
     ChromaAdapter,
     InMemoryAdapter,
     StoreAdapter,
+    StoredVectors,
     adapter_for,
     cosine_scores,
 )
@@ -206,20 +207,24 @@ def test_chroma_search_reads_each_found_document_once_with_its_vector(chroma: Ch
     adapter = adapter_for(_fill(chroma))
     queries = ["billing vault key", "deploys freeze"]
     vectors = np.stack([HashEmbeddings.vector(q) for q in queries]).astype(np.float32)
-    stored: dict[str, Any] = {}
+    stored = StoredVectors()
     runs = adapter.search_by_vectors(queries, vectors, [3, 1], {}, stored)
     assert [len(docs) for docs, _ in runs] == [3, 1]
     found = {doc.id: doc for docs, _ in runs for doc in docs}
-    assert set(stored) == set(found)
+    assert set(stored.found) == set(found)
     for doc_id, doc in found.items():
         assert (doc.page_content, doc.metadata) == ROWS[doc_id]
-        assert np.allclose(stored[doc_id], HashEmbeddings.vector(ROWS[doc_id][0]))
+        assert np.allclose(stored.found[doc_id], HashEmbeddings.vector(ROWS[doc_id][0]))
     assert adapter.search_by_vectors(queries, vectors, [3, 1], {}) == runs  # no vectors asked
+    known = StoredVectors(known=lambda doc_id: doc_id != "a2")
+    assert adapter.search_by_vectors(queries, vectors, [3, 1], {}, known) == runs
+    assert set(known.found) == {"a2"}  # only the vector not known is read
 
 
 def test_chroma_search_keeps_the_filter_on_the_documents_it_reads(chroma: Chroma) -> None:
     adapter = adapter_for(_fill(chroma))
     vector = np.asarray([HashEmbeddings.vector("billing vault key")], dtype=np.float32)
     native = store_filter(chroma, ALICE)
-    runs = adapter.search_by_vectors(["billing vault key"], vector, [3], {"filter": native}, {})
+    search = ["billing vault key"], vector, [3], {"filter": native}
+    runs = adapter.search_by_vectors(*search, StoredVectors())
     assert {doc.id for doc in runs[0][0]} == {"a1", "a2"}

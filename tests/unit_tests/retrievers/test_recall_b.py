@@ -278,26 +278,28 @@ def test_untranslatable_dict_filter_fails_when_built(embeddings: HashEmbeddings)
         RecallB(vectorstore=store, search_kwargs={"filter": {"topic": {"$regex": "a.*"}}})
 
 
-def test_chroma_candidate_vectors_come_with_the_search_until_the_cache_is_warm(
+def test_chroma_search_reads_only_the_vectors_the_cache_lacks(
     filled_chroma: Chroma, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cogito_lc._core.stores import ChromaAdapter
 
-    asked: list[bool] = []
-    search = ChromaAdapter.search_by_vectors
+    read: list[set[str]] = []
+    get_found = ChromaAdapter._get_found
 
-    def spy(self: ChromaAdapter, *args: Any) -> Any:
-        asked.append(args[-1] is not None)
-        return search(self, *args)
+    def spy(self: ChromaAdapter, ids: list[str], filters: Any, stored: Any) -> Any:
+        found = get_found(self, ids, filters, stored)
+        if stored is not None:
+            read.append(set(ids))
+        return found
 
     def no_second_read(self: ChromaAdapter, texts: Any) -> Any:
         raise AssertionError(texts)
 
-    monkeypatch.setattr(ChromaAdapter, "search_by_vectors", spy)
+    monkeypatch.setattr(ChromaAdapter, "_get_found", spy)
     monkeypatch.setattr(ChromaAdapter, "stored_vectors", no_second_read)
     retriever = RecallB(vectorstore=filled_chroma)
     first = retriever.invoke("billing port")
-    for _ in range(30):
-        assert retriever.invoke("billing port") == first
-    assert asked[0] is True  # cold cache: vectors read with the documents
-    assert asked[-1] is False  # warm cache: documents only
+    assert read, "a cold cache reads the vectors with the documents"
+    read.clear()
+    assert retriever.invoke("billing port") == first
+    assert read == []  # every candidate's vector is cached: documents only

@@ -41,13 +41,40 @@ def test_clear_empties_the_cache() -> None:
     assert len(cache) == 0
 
 
-def test_hit_rate_follows_recent_lookups() -> None:
-    cache = VectorCache()
-    assert cache.hit_rate == 0.0
-    cache.put("a", vec(1))
-    for _ in range(50):
-        cache.get("missing")
-    assert cache.hit_rate == 0.0
-    for _ in range(200):
-        cache.get("a")
-    assert cache.hit_rate > 0.8
+def test_groups_are_held_while_any_of_their_vectors_is_cached() -> None:
+    cache = VectorCache(max_size=2)
+    cache.put("d1:old", vec(1), group="d1")
+    cache.put("d1:new", vec(2), group="d1")
+    assert cache.holds("d1")
+    assert not cache.holds("d2")
+    cache.put("d2:x", vec(3), group="d2")  # evicts d1:old, d1:new is still there
+    assert cache.holds("d1")
+    assert cache.holds("d2")
+    cache.put("d3:x", vec(4), group="d3")  # evicts d1:new
+    assert not cache.holds("d1")
+    cache.put("d3:x", vec(5), group="d3")  # replacing a key does not count it twice
+    cache.clear()
+    assert not cache.holds("d3")
+
+
+def test_retrievers_over_one_store_share_their_candidate_vectors() -> None:
+    import gc
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from cogito_lc import RecallB
+    from cogito_lc.retrievers._vector_cache import _SHARED, shared_cache
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    store = InMemoryVectorStore(embeddings)
+    first, second = RecallB(vectorstore=store), RecallB(vectorstore=store)
+    assert first._cache is second._cache
+    other = DeterministicFakeEmbedding(size=8)
+    assert RecallB(vectorstore=store, embeddings=other)._cache is not first._cache
+    passing = InMemoryVectorStore(embeddings)
+    shared_cache(passing, embeddings, 5)
+    held = len(_SHARED)
+    del passing
+    gc.collect()
+    assert len(_SHARED) == held - 1  # a store that is gone takes its cache with it
