@@ -62,10 +62,6 @@ class SearchResult:
             del self.pool[key]
         self.vector_runs = [[key for key in run if key not in dropped] for run in self.vector_runs]
 
-    def missing_vectors(self) -> list[str]:
-        """Keys of pool documents that have no vector yet."""
-        return [key for key in self.pool if key not in self.vectors]
-
 
 def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
