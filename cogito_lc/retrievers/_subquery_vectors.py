@@ -30,8 +30,6 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,6 +40,7 @@ from langchain_core.embeddings import Embeddings
 
 from cogito_lc._core.model_lock import model_lock
 from cogito_lc._core.text import word_spans
+from cogito_lc.retrievers._per_object import PerObject
 
 __all__ = [
     "SubqueryPath",
@@ -139,9 +138,7 @@ def plan_subqueries(embeddings: Embeddings, mode: SubqueryVectorMode = "auto") -
     return plan
 
 
-_PlanKey = tuple[int, str]
-_PLANS: dict[_PlanKey, tuple[weakref.ref[Embeddings], SubqueryPlan]] = {}
-_PLANS_LOCK = threading.Lock()
+_PLANS: PerObject[SubqueryPlan] = PerObject()
 
 
 def shared_plan(
@@ -158,18 +155,7 @@ def shared_plan(
     Raises:
         ValueError: If ``mode="span"`` and the embeddings do not support it.
     """
-    key = (id(embeddings), mode)
-    with _PLANS_LOCK:
-        known = _PLANS.get(key)
-        if known is not None and known[0]() is embeddings:
-            return known[1], False
-        plan = plan_subqueries(embeddings, mode)
-        try:
-            ref = weakref.ref(embeddings, lambda _: _PLANS.pop(key, None))
-        except TypeError:  # an object without weak references is planned per call
-            return plan, True
-        _PLANS[key] = (ref, plan)
-        return plan, True
+    return _PLANS.get((embeddings,), mode, lambda: plan_subqueries(embeddings, mode))
 
 
 def _local_plan(embeddings: Embeddings, model: Any) -> SubqueryPlan:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from cogito_lc.retrievers._per_object import PerObject
 
 __all__ = ["VectorCache", "shared_cache"]
 
@@ -103,9 +104,7 @@ class VectorCache:
             self._group_sizes.clear()
 
 
-_SharedKey = tuple[int, int, int]
-_SHARED: dict[_SharedKey, tuple[weakref.ref[Any], weakref.ref[Any], VectorCache]] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED: PerObject[VectorCache] = PerObject()
 
 
 def shared_cache(store: Any, embeddings: Any, max_size: int) -> VectorCache:
@@ -128,18 +127,5 @@ def shared_cache(store: Any, embeddings: Any, max_size: int) -> VectorCache:
         assert shared_cache(store, embeddings, 100) is not shared_cache(store, embeddings, 10)
         ```
     """
-    key = (id(store), id(embeddings), max_size)
-    with _SHARED_LOCK:
-        known = _SHARED.get(key)
-        if known is not None and known[0]() is store and known[1]() is embeddings:
-            return known[2]
-        cache = VectorCache(max_size)
-        try:
-            refs = (
-                weakref.ref(store, lambda _: _SHARED.pop(key, None)),
-                weakref.ref(embeddings, lambda _: _SHARED.pop(key, None)),
-            )
-        except TypeError:
-            return cache
-        _SHARED[key] = (*refs, cache)
-        return cache
+    cache, _ = _SHARED.get((store, embeddings), max_size, lambda: VectorCache(max_size))
+    return cache
