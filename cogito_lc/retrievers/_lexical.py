@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.stores import ChromaAdapter
 from cogito_lc.retrievers._fusion import document_key
-from cogito_lc.retrievers.lexical_index import LexicalHit
+from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
 
 __all__ = ["Bm25Index", "Bm25LexicalIndex", "ChromaBm25Source", "LexicalHits"]
 
@@ -104,7 +104,7 @@ class Bm25Index:
 
     def hits(self, query: str) -> LexicalHits:
         """Score every indexed document against ``query``."""
-        words = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+        words = lexical_terms(query)
         if self._index is None or not words:
             return LexicalHits(self, np.zeros(len(self.documents), dtype=np.float32))
         return LexicalHits(self, np.asarray(self._index.get_scores(words), dtype=np.float32))
@@ -140,6 +140,7 @@ class Bm25LexicalIndex:
         self._lock = threading.Lock()
         self._index = Bm25Index([])
         self._masks: dict[Any, npt.NDArray[np.bool_]] = {}
+        self._last: tuple[Bm25Index, str, LexicalHits] | None = None
         self.reindex(documents)
 
     def _rebuild(self) -> None:
@@ -193,11 +194,20 @@ class Bm25LexicalIndex:
             if mask is None:
                 mask = _mask(index.documents, where)
                 masks[key] = mask
-        return index.hits(query).ranked(k, mask)
+        return self._hits(index, query).ranked(k, mask)
 
     def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
         """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
-        return self._index.hits(query).scores(ids)
+        return self._hits(self._index, query).scores(ids)
+
+    def _hits(self, index: Bm25Index, query: str) -> LexicalHits:
+        """``query``'s scores over ``index``, kept for the next call (a recall asks twice)."""
+        last = self._last
+        if last is not None and last[0] is index and last[1] == query:
+            return last[2]
+        hits = index.hits(query)
+        self._last = (index, query, hits)
+        return hits
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
         """How many documents matching ``where`` the index holds."""

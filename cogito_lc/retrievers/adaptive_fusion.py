@@ -22,9 +22,10 @@ import math
 import re
 from collections.abc import Collection, Sequence
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
+
+from cogito_lc.retrievers.lexical_index import lexical_terms
 
 __all__ = [
     "adaptive_lexical_weight",
@@ -116,8 +117,7 @@ def query_terms(query: str) -> int:
         assert query_terms("the auth tokens of the billing service") == 4
         ```
     """
-    words = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-    return len(words)
+    return len(lexical_terms(query))
 
 
 def lexical_query(query: str, stop_words: Collection[str]) -> str:
