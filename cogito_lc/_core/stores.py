@@ -75,6 +75,12 @@ class StoredVectors:
     """Whether the caller already holds this document's vector."""
     found: dict[str, Vector] = field(default_factory=dict)
     """The vectors read, by document id."""
+    copy: Callable[[str], Document | None] = field(default=lambda _doc_id: None)
+    """The caller's copy of this document (with its vector), or None: an adapter that
+    reads documents after an ids-only search takes the copy instead of reading it."""
+    copied: set[str] = field(default_factory=set)
+    """The ids of the documents given as the caller's copies, not read: the caller
+    checks those it returns (:meth:`StoreAdapter.read_documents`)."""
 
 
 """A document found by a search and its score (None when the store gives no finite score)."""
@@ -241,6 +247,20 @@ class StoreAdapter:
             for text, vector, fetch_k in zip(queries, vectors, fetch_ks, strict=True)
         ]
 
+    reads_by_id: bool = False
+    """Whether :meth:`read_documents` reads documents by id (searches may then give copies)."""
+
+    def read_documents(
+        self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
+    ) -> dict[str, Document]:
+        """The stored documents with these ids still matching ``search_kwargs``' filter, by id.
+
+        Only adapters that give a search the caller's copies (``StoredVectors.copy``)
+        are asked; the others never give copies.
+        """
+        msg = f"{type(self).__name__} gives no document copies to check; nothing calls this."
+        raise NotImplementedError(msg)
+
     async def asearch_by_vectors(
         self,
         queries: Sequence[str],
@@ -377,6 +397,8 @@ class BatchedSearchAdapter(StoreAdapter):
 class ChromaAdapter(BatchedSearchAdapter):
     """A ``langchain_chroma.Chroma`` store: every operation pushed down to its collection."""
 
+    reads_by_id = True
+
     @property
     def collection(self) -> Any:
         """The chromadb collection behind the store."""
@@ -450,6 +472,8 @@ class ChromaAdapter(BatchedSearchAdapter):
         The query reads ids only; the documents found (each once, however many
         runs hold it) are then read in one ``get``, with their vectors when
         ``stored`` asks for them: far less than every run carrying its rows.
+        Documents ``stored`` holds a copy of are not read (see
+        :meth:`read_documents`).
         """
         kwargs = dict(search_kwargs)
         where = kwargs.pop("filter", None)
@@ -473,6 +497,16 @@ class ChromaAdapter(BatchedSearchAdapter):
         Vectors are read only for documents whose vectors are not ``known``: with
         the rest in one ``get`` when they are most, else in a ``get`` of their own.
         """
+        if stored is None:
+            return self._read_vectors(ids, filters, stored)
+        copies = {i: doc for i in ids if (doc := stored.copy(i)) is not None}
+        stored.copied.update(copies)
+        found = self._read_vectors([i for i in ids if i not in copies], filters, stored)
+        return {**copies, **found}
+
+    def _read_vectors(
+        self, ids: list[str], filters: Mapping[str, Any], stored: StoredVectors | None
+    ) -> dict[str, Document]:
         unknown = [] if stored is None else [i for i in ids if not stored.known(i)]
         if not unknown:
             return self._get_found(ids, filters, None)
@@ -498,6 +532,13 @@ class ChromaAdapter(BatchedSearchAdapter):
                 if text is not None
             )
         return {doc.id or "": doc for doc in _documents(raw)}
+
+    def read_documents(
+        self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
+    ) -> dict[str, Document]:
+        kwargs = dict(search_kwargs)
+        where = kwargs.pop("filter", None)
+        return self._get_found(list(ids), {"where": where, **kwargs}, None)
 
     def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
         raw = self.collection.get(ids=list(texts), include=["embeddings", "documents"])

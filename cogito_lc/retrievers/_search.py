@@ -12,9 +12,11 @@ memory is never scored with its old vector.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +27,17 @@ from cogito_lc._core.stores import Run, StoreAdapter, StoredVectors
 from cogito_lc.retrievers._fusion import document_key
 from cogito_lc.retrievers._vector_cache import VectorCache
 
-__all__ = ["SearchResult", "afill_vectors", "asearch", "fill_vectors", "search"]
+__all__ = [
+    "SearchResult",
+    "afill_vectors",
+    "asearch",
+    "confirm",
+    "fill_vectors",
+    "search",
+    "settle",
+]
+
+logger = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
 
@@ -38,6 +50,12 @@ class SearchResult:
     pool: dict[str, Document] = field(default_factory=dict)
     vectors: dict[str, Matrix] = field(default_factory=dict)
     text_search: bool = False
+    copied: set[str] = field(default_factory=set)
+    """Keys of pool documents given from the cache's copies, not read from the store."""
+    read: set[str] = field(default_factory=set)
+    """Keys of pool documents the search read from the store now."""
+    search_kwargs: dict[str, Any] = field(default_factory=dict)
+    """The search's arguments (its filter), for checking the copies."""
 
     def add_run(self, documents: Sequence[Document], *, vector_run: bool = True) -> list[str]:
         """Add a ranked run's documents to the pool; returns the run's keys.
@@ -60,6 +78,8 @@ class SearchResult:
             return
         for key in dropped:
             del self.pool[key]
+        self.read -= dropped
+        self.copied -= dropped
         self.vector_runs = [[key for key in run if key not in dropped] for run in self.vector_runs]
 
 
@@ -67,16 +87,33 @@ def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _stored_vectors(cache: VectorCache) -> StoredVectors:
-    """Ask the search for the vectors of candidates the cache holds none for."""
-    return StoredVectors(known=cache.holds)
+def _stored_vectors(cache: VectorCache, *, copies: bool) -> StoredVectors:
+    """Ask the search for the vectors of candidates the cache holds none for.
+
+    With ``copies``, candidates the cache keeps a copy of (with its vector) are
+    not read: :func:`confirm` checks those a recall returns.
+    """
+    if not copies:
+        return StoredVectors(known=cache.holds)
+    return StoredVectors(known=cache.holds, copy=partial(_copy, cache))
 
 
-def _collect(runs: Sequence[Run], stored: StoredVectors) -> SearchResult:
-    result = SearchResult()
+def _copy(cache: VectorCache, doc_id: str) -> Document | None:
+    document = cache.document(doc_id)
+    if document is None or cache.get(_cache_key(doc_id, document.page_content)) is None:
+        return None
+    return cast("Document", document)
+
+
+def _collect(
+    runs: Sequence[Run], stored: StoredVectors, search_kwargs: dict[str, Any]
+) -> SearchResult:
+    result = SearchResult(search_kwargs=search_kwargs)
     for docs, by_text in runs:
         result.text_search = result.text_search or by_text
-        result.add_run(docs)
+        result.read.update(result.add_run(docs))
+    result.copied = {key for key in result.read if key in stored.copied}
+    result.read -= result.copied
     if stored.found:
         result.vectors.update(
             (key, stored.found[doc.id])
@@ -94,16 +131,19 @@ def search(
     fetch_ks: Sequence[int],
     search_kwargs: dict[str, Any],
     cache: VectorCache,
+    copies: bool = False,
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
 
     Where the store reads vectors with the documents, those of candidates the
     cache holds none for are kept in the result (and given to the cache by
-    :func:`fill_vectors`).
+    :func:`fill_vectors`). With ``copies``, a store that searches ids first
+    takes the cache's copies of the documents found instead of reading them
+    (see :func:`confirm`).
     """
-    stored = _stored_vectors(cache)
+    stored = _stored_vectors(cache, copies=copies)
     runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored)
+    return _collect(runs, stored, search_kwargs)
 
 
 async def asearch(
@@ -114,11 +154,12 @@ async def asearch(
     fetch_ks: Sequence[int],
     search_kwargs: dict[str, Any],
     cache: VectorCache,
+    copies: bool = False,
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    stored = _stored_vectors(cache)
+    stored = _stored_vectors(cache, copies=copies)
     runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored)
+    return _collect(runs, stored, search_kwargs)
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
@@ -139,6 +180,11 @@ def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:
     return missing
 
 
+def _remember_read(result: SearchResult, cache: VectorCache) -> None:
+    for key in result.read:
+        cache.remember(key, result.pool[key])
+
+
 def _store_vectors(
     result: SearchResult, cache: VectorCache, missing: dict[str, str], embedded: Sequence[Any]
 ) -> None:
@@ -153,12 +199,12 @@ def fill_vectors(
 ) -> None:
     """Give every pool document a vector: stored, cached, or embedded once in a batch."""
     missing = _from_cache(result, cache)
-    if not missing:
-        return
-    vectors = store.stored_vectors(missing)
-    if vectors is None:
-        vectors = embeddings.embed_documents(list(missing.values()))
-    _store_vectors(result, cache, missing, vectors)
+    if missing:
+        vectors = store.stored_vectors(missing)
+        if vectors is None:
+            vectors = embeddings.embed_documents(list(missing.values()))
+        _store_vectors(result, cache, missing, vectors)
+    _remember_read(result, cache)
 
 
 async def afill_vectors(
@@ -166,9 +212,58 @@ async def afill_vectors(
 ) -> None:
     """Async :func:`fill_vectors`."""
     missing = _from_cache(result, cache)
-    if not missing:
-        return
-    vectors = await store.astored_vectors(missing)
-    if vectors is None:
-        vectors = await embeddings.aembed_documents(list(missing.values()))
-    _store_vectors(result, cache, missing, vectors)
+    if missing:
+        vectors = await store.astored_vectors(missing)
+        if vectors is None:
+            vectors = await embeddings.aembed_documents(list(missing.values()))
+        _store_vectors(result, cache, missing, vectors)
+    _remember_read(result, cache)
+
+
+def confirm(
+    store: StoreAdapter, documents: Sequence[Document], result: SearchResult, cache: VectorCache
+) -> bool:
+    """Whether the ranked ``documents`` not read from the store now still read the same there.
+
+    Those are the cache's copies and the lexical index's documents. A copy that
+    changed or left the filter since it was kept is dropped from the cache.
+    Stores that cannot read documents by id are not asked (they give no copies).
+    """
+    stale = _stale(store, documents, result)
+    for doc_id in stale:
+        cache.forget_document(doc_id)
+    if stale:
+        logger.debug("%d recalled documents changed in the store: recalling again", len(stale))
+    return not stale
+
+
+def settle(
+    store: StoreAdapter, documents: Sequence[Document], result: SearchResult
+) -> list[Document]:
+    """``documents`` without those the store no longer holds as they are (see :func:`confirm`)."""
+    stale = _stale(store, documents, result)
+    if stale:
+        logger.warning(
+            "%d memories changed in the vector store outside MemoryStore are left out of this "
+            "recall; call RecallB.lexical_sync.reindex() to index them again",
+            len(stale),
+        )
+    return [doc for doc in documents if doc.id not in stale]
+
+
+def _stale(store: StoreAdapter, documents: Sequence[Document], result: SearchResult) -> set[str]:
+    if not store.reads_by_id:
+        return set()
+    ids = [doc.id for doc in documents if doc.id is not None and doc.id not in result.read]
+    if not ids:
+        return set()
+    fresh = store.read_documents(ids, result.search_kwargs)
+    return {doc_id for doc_id in ids if not _same(fresh.get(doc_id), result.pool[doc_id])}
+
+
+def _same(fresh: Document | None, copy: Document) -> bool:
+    return (
+        fresh is not None
+        and fresh.page_content == copy.page_content
+        and fresh.metadata == copy.metadata
+    )

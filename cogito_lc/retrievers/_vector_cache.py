@@ -45,6 +45,7 @@ class VectorCache:
         self._lock = threading.Lock()
         self._group_of: dict[str, str] = {}
         self._group_sizes: Counter[str] = Counter()
+        self._documents: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -90,6 +91,23 @@ class VectorCache:
             self._group_sizes[group] -= 1
             if self._group_sizes[group] <= 0:
                 del self._group_sizes[group]
+                self._documents.pop(group, None)
+
+    def remember(self, group: str, document: Any) -> None:
+        """Keep ``document`` as the copy for ``group`` while any of its vectors is cached."""
+        with self._lock:
+            if self._group_sizes[group] > 0:
+                self._documents[group] = document
+
+    def document(self, group: str) -> Any | None:
+        """The copy kept for ``group`` (see :meth:`remember`), or None."""
+        with self._lock:
+            return self._documents.get(group)
+
+    def forget_document(self, group: str) -> None:
+        """Drop the copy kept for ``group`` (its vectors stay)."""
+        with self._lock:
+            self._documents.pop(group, None)
 
     def put_many(self, items: Iterable[tuple[str, Vector]]) -> None:
         """Store several vectors."""
@@ -102,6 +120,7 @@ class VectorCache:
             self._items.clear()
             self._group_of.clear()
             self._group_sizes.clear()
+            self._documents.clear()
 
 
 _SHARED: PerObject[VectorCache] = PerObject()

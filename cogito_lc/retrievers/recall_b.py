@@ -331,6 +331,25 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition, k = self._prepare(query, kwargs)
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
+        docs, found = self._recall(decomposition, plan, vectors, k, copies=True)
+        if not _search.confirm(self._store, docs, found, self._cache):
+            self.refresh_lexical_index()
+            docs, found = self._recall(decomposition, plan, vectors, k, copies=False)
+            docs = _search.settle(self._store, docs, found)
+        data = _event_data(docs, decomposition, plan, found)
+        dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
+        return docs
+
+    def _recall(
+        self,
+        decomposition: Decomposition,
+        plan: SubqueryPlan,
+        vectors: Vector,
+        k: int,
+        *,
+        copies: bool,
+    ) -> tuple[list[Document], _search.SearchResult]:
+        """Search, fuse and rank; with ``copies``, documents the cache holds are not read."""
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
             self._store,
@@ -339,43 +358,52 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             fetch_ks=self._fetch_ks(decomposition, k),
             search_kwargs=search_kwargs,
             cache=self._cache,
+            copies=copies and post_filter is None,
         )
         if post_filter is not None:
             found.keep(post_filter)
         hits, corpus_top = self._lexical_run(decomposition.queries[0])
         lexical_run = found.add_run(corpus_top, vector_run=False)
         _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
-        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
-        data = _event_data(docs, decomposition, plan, found)
-        dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
-        return docs
+        return self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k), found
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
-        found, plan, vectors = await self._afind(decomposition, k)
+        plan, vectors = await self._aplan_vectors(decomposition)
+        docs, found = await self._arecall(decomposition, plan, vectors, k, copies=True)
         loop = asyncio.get_running_loop()
-        hits, corpus_top = await loop.run_in_executor(
-            None, self._lexical_run, decomposition.queries[0]
+        confirmed = await loop.run_in_executor(
+            None, _search.confirm, self._store, docs, found, self._cache
         )
-        lexical_run = found.add_run(corpus_top, vector_run=False)
-        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
-        docs = self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k)
+        if not confirmed:
+            self.refresh_lexical_index()
+            docs, found = await self._arecall(decomposition, plan, vectors, k, copies=False)
+            docs = await loop.run_in_executor(None, _search.settle, self._store, docs, found)
         data = _event_data(docs, decomposition, plan, found)
         config = {"callbacks": run_manager.get_child()}
         await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]
         return docs
 
-    async def _afind(
-        self, decomposition: Decomposition, k: int
-    ) -> tuple[_search.SearchResult, SubqueryPlan, Vector]:
-        """The vector searches of an async recall: the pool, the plan and the query vectors."""
-        loop = asyncio.get_running_loop()
+    async def _aplan_vectors(self, decomposition: Decomposition) -> tuple[SubqueryPlan, Vector]:
         plan = self._cached_plan()
         if plan is None:
+            loop = asyncio.get_running_loop()
             plan = await loop.run_in_executor(None, self.subquery_plan)
-        vectors = await aembed_with_plan(plan, self.query_embeddings, decomposition.queries)
+        return plan, await aembed_with_plan(plan, self.query_embeddings, decomposition.queries)
+
+    async def _arecall(
+        self,
+        decomposition: Decomposition,
+        plan: SubqueryPlan,
+        vectors: Vector,
+        k: int,
+        *,
+        copies: bool,
+    ) -> tuple[list[Document], _search.SearchResult]:
+        """Async :meth:`_recall`."""
+        loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         found = await _search.asearch(
             self._store,
@@ -384,10 +412,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             fetch_ks=self._fetch_ks(decomposition, k),
             search_kwargs=search_kwargs,
             cache=self._cache,
+            copies=copies and post_filter is None,
         )
         if post_filter is not None:
             found.keep(post_filter)
-        return found, plan, vectors
+        hits, corpus_top = await loop.run_in_executor(
+            None, self._lexical_run, decomposition.queries[0]
+        )
+        lexical_run = found.add_run(corpus_top, vector_run=False)
+        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
+        return self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k), found
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""

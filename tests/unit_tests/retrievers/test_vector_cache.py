@@ -57,6 +57,24 @@ def test_groups_are_held_while_any_of_their_vectors_is_cached() -> None:
     assert not cache.holds("d3")
 
 
+def test_a_document_copy_lives_only_as_long_as_a_vector_of_its_group() -> None:
+    cache = VectorCache(max_size=1)
+    cache.remember("d1", "not kept: no vector of d1 yet")
+    assert cache.document("d1") is None
+    cache.put("d1:x", vec(1), group="d1")
+    cache.remember("d1", "copy of d1")
+    assert cache.document("d1") == "copy of d1"
+    cache.forget_document("d1")
+    assert cache.document("d1") is None
+    assert cache.holds("d1")  # the vector stays
+    cache.remember("d1", "copy of d1")
+    cache.put("d2:x", vec(2), group="d2")  # evicts d1's only vector, and its copy
+    assert cache.document("d1") is None
+    cache.remember("d2", "copy of d2")
+    cache.clear()
+    assert cache.document("d2") is None
+
+
 def test_retrievers_over_one_store_share_their_candidate_vectors() -> None:
     import gc
 
