@@ -421,9 +421,12 @@ class SqliteLexicalIndex:
         with self._lock:
             for key, value in clauses:
                 column = f"m_{key}"
-                low, high = self._conn.execute(
-                    f"SELECT min({column}), max({column}) FROM docs"  # noqa: S608
-                ).fetchone()
+                # one aggregate per statement: SQLite reads a lone min() or max() from
+                # the index in one lookup, but scans the table for both at once
+                low, high = (
+                    self._conn.execute(f"SELECT {bound}({column}) FROM docs").fetchone()[0]  # noqa: S608
+                    for bound in ("min", "max")
+                )
                 missing = self._conn.execute(
                     f"SELECT EXISTS (SELECT 1 FROM docs WHERE {column} IS NULL)"  # noqa: S608
                 ).fetchone()[0]
