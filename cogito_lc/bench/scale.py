@@ -19,7 +19,9 @@ Embeddings: ``minilm`` is the local all-MiniLM-L6-v2 model for every memory;
 ``pool`` embeds the few thousand LoCoMo base texts once with MiniLM and gives each
 memory its base text's vector plus a small hashed offset
 (:class:`~cogito_lc.bench.pool_embeddings.PoolEmbeddings`; queries and the writes
-between recalls still go to the model), so a million memories load in minutes and
+between recalls still go to the model, and RecallB embeds its queries with the
+model itself, so it takes the sub-query path it takes over a store built with
+MiniLM: ``subquery_vectors`` in each row), so a million memories load in minutes and
 the vector index sees MiniLM's geometry; ``hash`` is
 :class:`~cogito_lc.bench.hash_embeddings.HashEmbeddings`, a deterministic feature
 hashing function with no model at all (smoke runs; its recall quality means
@@ -61,6 +63,8 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from cogito_lc._core.metadata import METADATA_KEY
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The LoCoMo development split, relative to the repository root the benchmark runs from."""
@@ -248,8 +252,11 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
         raise RuntimeError(msg)
     rss_loaded = _rss_mb()
     target = memory.scoped({"user_id": TARGET_SCOPE})
-    recall = target.as_retriever(k=TOP_K)
+    # Queries are embedded by the model, as over a store built with it: the pool
+    # only stands in for the model on the memories' side.
+    recall = target.as_retriever(k=TOP_K, embeddings=embeddings)
     first_ms = _timed_ms(lambda: recall.invoke(queries[0]))
+    path = _subquery_path(recall, queries[0])
     target.search(queries[0], k=TOP_K)
     vector: list[float] = []
     idle: list[float] = []
@@ -278,6 +285,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
             "after_write_queries": _rss_mb(),
         },
         "first_recall_after_load_ms": round(first_ms, 1),
+        "subquery_vectors": path,
         "lexical_top10_agreement": agreement,
         "latency_ms": {
             "vector": _stats(vector),
@@ -313,6 +321,12 @@ def run_restart(spec: CaseSpec) -> dict[str, Any]:
         "second_recall_ms": round(second_ms, 1),
         "peak_rss_mb": _peak_rss_mb(),
     }
+
+
+def _subquery_path(recall: Any, query: str) -> str | None:
+    """The sub-query path RecallB took (``span``, ``batch`` or ``per_query``)."""
+    docs = recall.invoke(query)
+    return docs[0].metadata.get(METADATA_KEY, {}).get("subquery_vectors") if docs else None
 
 
 def _bar(spec: CaseSpec, items: list[str], desc: str) -> Any:

@@ -63,6 +63,7 @@ def check_run(run: dict[str, Any], layout: str) -> None:
         "recall_after_write_to_idle",
     }
     assert all(value > 0 for value in ratios.values())
+    assert run["subquery_vectors"] == "batch"  # HashEmbeddings: no model to take spans from
     restart = run["restart"]
     assert restart["open_s"] > 0
     assert restart["first_recall_ms"] > 0
