@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
@@ -249,6 +249,20 @@ class StoreAdapter:
 
     reads_by_id: bool = False
     """Whether :meth:`read_documents` reads documents by id (searches may then give copies)."""
+    searches_within: bool = False
+    """Whether :meth:`search_within` ranks a given set of ids exactly."""
+
+    def search_within(
+        self,
+        ids: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+        stored: StoredVectors | None = None,
+    ) -> list[Run]:
+        """Like :meth:`search_by_vectors`, ranking exactly the documents with these ids."""
+        msg = f"{type(self).__name__} cannot rank a set of ids; use search_by_vectors."
+        raise NotImplementedError(msg)
 
     def read_documents(
         self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
@@ -398,6 +412,7 @@ class ChromaAdapter(BatchedSearchAdapter):
     """A ``langchain_chroma.Chroma`` store: every operation pushed down to its collection."""
 
     reads_by_id = True
+    searches_within = True
 
     @property
     def collection(self) -> Any:
@@ -488,6 +503,54 @@ class ChromaAdapter(BatchedSearchAdapter):
         unique = list(dict.fromkeys(chain.from_iterable(run_ids)))
         found = self._read_found(unique, {"where": where, **kwargs}, stored)
         return [([found[i] for i in ids if i in found], False) for ids in run_ids]
+
+    def search_within(
+        self,
+        ids: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+        stored: StoredVectors | None = None,
+    ) -> list[Run]:
+        """Rank the documents with these ids (a small scope) exactly, in the collection's space.
+
+        Their vectors are read in one ``get`` by id (still filtered by
+        ``filter``): far cheaper than a filtered approximate search per query
+        vector when the filter keeps a small share of a large collection.
+        """
+        kwargs = dict(search_kwargs)
+        where = kwargs.pop("filter", None)
+        raw = self.collection.get(ids=list(ids), where=where, include=["embeddings"], **kwargs)
+        if not raw["ids"]:
+            return [([], False) for _ in fetch_ks]
+        distances = _distances(
+            np.asarray(vectors, dtype=np.float32),
+            np.asarray(raw["embeddings"], dtype=np.float32),
+            self._space(),
+        )
+        run_ids = [
+            [raw["ids"][i] for i in np.argsort(row, kind="stable")[:fetch_k]]
+            for row, fetch_k in zip(distances, fetch_ks, strict=True)
+        ]
+        unique = list(dict.fromkeys(chain.from_iterable(run_ids)))
+        read = stored
+        if stored is not None:
+            position = {doc_id: i for i, doc_id in enumerate(raw["ids"])}
+            stored.found.update(
+                (doc_id, np.asarray(raw["embeddings"][position[doc_id]], dtype=np.float32))
+                for doc_id in unique
+                if not stored.known(doc_id)
+            )
+            read = replace(stored, known=lambda _doc_id: True)
+        found = self._read_found(unique, {"where": where, **kwargs}, read)
+        return [([found[i] for i in run if i in found], False) for run in run_ids]
+
+    def _space(self) -> str:
+        """The collection's distance (``l2``, ``cosine`` or ``ip``), as its HNSW index ranks."""
+        configuration = getattr(self.collection, "configuration_json", None) or {}
+        space = (configuration.get("hnsw") or {}).get("space")
+        metadata = self.collection.metadata or {}
+        return str(space or metadata.get("hnsw:space") or "l2")
 
     def _read_found(
         self, ids: list[str], filters: Mapping[str, Any], stored: StoredVectors | None
@@ -675,6 +738,23 @@ class ChromaAdapter(BatchedSearchAdapter):
             if doc_id not in ids and not crowded_out:
                 missed[doc_id] = vector
         return missed
+
+
+def _distances(queries: Vector, matrix: Vector, space: str) -> Vector:
+    """Each query's distance to each row, as Chroma's HNSW index measures it (smaller is nearer)."""
+    if space == "cosine":
+        distances: Vector = 1.0 - _unit_rows(queries) @ _unit_rows(matrix).T
+    elif space == "ip":
+        distances = 1.0 - queries @ matrix.T
+    else:
+        distances = (queries**2).sum(axis=1)[:, None] - 2 * queries @ matrix.T
+        distances += (matrix**2).sum(axis=1)
+    return distances.astype(np.float32)
+
+
+def _unit_rows(matrix: Vector) -> Vector:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def _documents(raw: Any) -> list[Document]:

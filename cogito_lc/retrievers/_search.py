@@ -11,6 +11,7 @@ memory is never scored with its old vector.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -132,6 +133,7 @@ def search(
     search_kwargs: dict[str, Any],
     cache: VectorCache,
     copies: bool = False,
+    within: Sequence[str] | None = None,
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
 
@@ -139,10 +141,14 @@ def search(
     cache holds none for are kept in the result (and given to the cache by
     :func:`fill_vectors`). With ``copies``, a store that searches ids first
     takes the cache's copies of the documents found instead of reading them
-    (see :func:`confirm`).
+    (see :func:`confirm`). With ``within`` (the ids of a small scope), a store
+    that can ranks exactly those documents instead of searching its index.
     """
     stored = _stored_vectors(cache, copies=copies)
-    runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
+    if within is not None and store.searches_within:
+        runs = store.search_within(within, vectors, fetch_ks, search_kwargs, stored)
+    else:
+        runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
     return _collect(runs, stored, search_kwargs)
 
 
@@ -155,10 +161,17 @@ async def asearch(
     search_kwargs: dict[str, Any],
     cache: VectorCache,
     copies: bool = False,
+    within: Sequence[str] | None = None,
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
     stored = _stored_vectors(cache, copies=copies)
-    runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
+    if within is not None and store.searches_within:
+        loop = asyncio.get_running_loop()
+        runs = await loop.run_in_executor(
+            None, store.search_within, within, vectors, fetch_ks, search_kwargs, stored
+        )
+    else:
+        runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
     return _collect(runs, stored, search_kwargs)
 
 

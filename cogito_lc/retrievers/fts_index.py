@@ -439,6 +439,14 @@ class SqliteLexicalIndex:
         with self._lock:
             return {row[0] for row in self._conn.execute("SELECT id FROM docs")}
 
+    def ids_within(self, where: Mapping[str, Any], limit: int) -> list[str] | None:
+        """The ids of the documents matching ``where``, or None when more than ``limit`` do."""
+        condition, params = self._where(where)
+        sql = f"SELECT id FROM docs d WHERE {condition} LIMIT ?"  # noqa: S608
+        with self._lock:
+            ids = [row[0] for row in self._conn.execute(sql, [*params, limit + 1])]
+        return ids if len(ids) <= limit else None
+
     def _where(self, where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
         if not where:
             return "1", []

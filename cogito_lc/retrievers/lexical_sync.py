@@ -28,6 +28,7 @@ __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
 logger = logging.getLogger(__name__)
 
 _PAGE = 5_000
+_SCOPES_KEPT = 64
 _FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter)
 _T = TypeVar("_T")
 
@@ -84,6 +85,7 @@ class LexicalSync:
         self._checked_at = float("-inf")
         self._version = 0
         self._covers: dict[str, tuple[int, bool]] = {}
+        self._scopes: dict[tuple[str, int], tuple[int, list[str] | None]] = {}
 
     # -- writes -------------------------------------------------------------------
 
@@ -150,6 +152,25 @@ class LexicalSync:
         covers = self._guarded(lambda: self._covers_all(where))
         self._covers[key] = (self._version, covers)
         return covers
+
+    def ids_within(self, where: Mapping[str, Any], limit: int) -> list[str] | None:
+        """The ids of the documents matching ``where`` when at most ``limit`` do, else None.
+
+        Cached until a write; None when the index cannot list a filter's ids.
+        """
+        self.ensure_current()
+        listing = getattr(self.index, "ids_within", None)
+        if listing is None or getattr(self.index, "mirrors_store", False):
+            return None
+        key = (repr(sorted(where.items())), limit)
+        cached = self._scopes.get(key)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        ids: list[str] | None = self._guarded(lambda: listing(where, limit))
+        if len(self._scopes) >= _SCOPES_KEPT:
+            self._scopes.clear()
+        self._scopes[key] = (self._version, ids)
+        return ids
 
     def _covers_all(self, where: Mapping[str, Any]) -> bool:
         quick = getattr(self.index, "covers_all", None)

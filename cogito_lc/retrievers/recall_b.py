@@ -155,6 +155,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     cache_size: int = Field(default=10_000, ge=0)
     """The most candidate vectors kept; one cache per vector store, query embeddings and size
     in a process, shared by the retrievers built over them (the service builds one a request)."""
+    exact_scope_limit: int = Field(default=2_000, ge=0)
+    """A scope filter matching at most this many memories (counted in the corpus index)
+    is ranked exactly over its own vectors, read by id, instead of by one filtered
+    approximate search per sub-query: far cheaper when the scope is a small share of a
+    large Chroma collection. 0 always searches the index."""
     subquery_vectors: SubqueryVectorMode = "auto"
     """How sub-query vectors are made: ``"span"`` derives them from one forward pass
     of the query on a local sentence-transformers model; ``"batch"`` embeds all
@@ -300,6 +305,19 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return self._translated_kwargs(), None
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
+    def _small_scope(self, search_kwargs: dict[str, Any]) -> list[str] | None:
+        """The ids of the filter's scope when it is small enough to rank exactly, else None."""
+        where = search_kwargs.get("filter")
+        if (
+            self.exact_scope_limit <= 0
+            or not isinstance(where, dict)
+            or set(search_kwargs) != {"filter"}
+            or self._lexical is None
+            or not self._store.searches_within
+        ):
+            return None
+        return self._lexical.ids_within(where, self.exact_scope_limit)
+
     def lexical_query(self, query: str) -> str:
         """The query the corpus BM25 search runs with: ``query`` without ``lexical_stop_words``."""
         if not self.lexical_stop_words:
@@ -359,6 +377,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             search_kwargs=search_kwargs,
             cache=self._cache,
             copies=copies and post_filter is None,
+            within=self._small_scope(search_kwargs),
         )
         if post_filter is not None:
             found.keep(post_filter)
@@ -405,6 +424,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         """Async :meth:`_recall`."""
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
+        within = await loop.run_in_executor(None, self._small_scope, search_kwargs)
         found = await _search.asearch(
             self._store,
             decomposition.queries,
@@ -413,6 +433,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             search_kwargs=search_kwargs,
             cache=self._cache,
             copies=copies and post_filter is None,
+            within=within,
         )
         if post_filter is not None:
             found.keep(post_filter)
