@@ -422,10 +422,8 @@ class ChromaAdapter(BatchedSearchAdapter):
     # -- reads and deletes ------------------------------------------------------
 
     def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
-        if not ids:
-            return []
-        raw = self.collection.get(ids=ids, where=where, include=["documents", "metadatas"])
-        return _documents(raw)
+        found = self._get_found(ids, {"where": where}, None)
+        return [found[doc_id] for doc_id in dict.fromkeys(ids) if doc_id in found]
 
     def page(self, where: Mapping[str, Any] | None, limit: int, offset: int) -> list[Document]:
         raw = self.collection.get(
@@ -514,13 +512,14 @@ class ChromaAdapter(BatchedSearchAdapter):
     ) -> list[Run]:
         """Rank the documents with these ids (a small scope) exactly, in the collection's space.
 
-        Their vectors are read in one ``get`` by id (still filtered by
-        ``filter``): far cheaper than a filtered approximate search per query
-        vector when the filter keeps a small share of a large collection.
+        Their vectors are read in one ``get`` by id (the documents found are then
+        read and matched against ``filter``): far cheaper than a filtered
+        approximate search per query vector when the filter keeps a small share
+        of a large collection.
         """
         kwargs = dict(search_kwargs)
         where = kwargs.pop("filter", None)
-        raw = self.collection.get(ids=list(ids), where=where, include=["embeddings"], **kwargs)
+        raw = self.collection.get(ids=list(ids), include=["embeddings"], **kwargs)
         if not raw["ids"]:
             return [([], False) for _ in fetch_ks]
         distances = _distances(
@@ -582,19 +581,29 @@ class ChromaAdapter(BatchedSearchAdapter):
     def _get_found(
         self, ids: list[str], filters: Mapping[str, Any], stored: StoredVectors | None
     ) -> dict[str, Document]:
+        """The documents with these ids matching ``filters``' ``where``, checked here.
+
+        Chroma evaluates a ``where`` beside ``ids`` over the whole collection
+        (seconds at 100,000 memories), so the metadata read with the documents is
+        matched in Python instead.
+        """
         if not ids:
             return {}
+        rest = {key: value for key, value in filters.items() if key != "where"}
         include = ["documents", "metadatas", *(["embeddings"] if stored is not None else [])]
-        raw = self.collection.get(ids=ids, include=include, **filters)
+        raw = self.collection.get(ids=ids, include=include, **rest)
+        where = filters.get("where")
+        matches = where_predicate(where) if where else None
+        docs = {
+            doc.id or "": doc for doc in _documents(raw) if matches is None or matches(doc.metadata)
+        }
         if stored is not None:
             stored.found.update(
                 (doc_id, np.asarray(vector, dtype=np.float32))
-                for doc_id, vector, text in zip(
-                    raw["ids"], raw["embeddings"], raw["documents"], strict=True
-                )
-                if text is not None
+                for doc_id, vector in zip(raw["ids"], raw["embeddings"], strict=True)
+                if doc_id in docs
             )
-        return {doc.id or "": doc for doc in _documents(raw)}
+        return docs
 
     def read_documents(
         self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
