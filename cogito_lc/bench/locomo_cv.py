@@ -91,9 +91,9 @@ class FusionConfig:
     """At most the 10 the runs were cached with."""
     lexical_floor: float = 0.5
     """1.0: fixed lexical weight; below 1, scaled by the lexical run's decisiveness."""
-    lexical_blend_weight: float = 0.7
+    lexical_blend_weight: float = 0.5
     """Share of the squashed absolute BM25 score in the final score (0: off)."""
-    lexical_blend_shift: float = -2.0
+    lexical_blend_shift: float = -4.0
     """Shift of the squashing curve's midpoint."""
     strip_stop_words: bool = True
     """The lexical run searches with the query's stop words removed (RecallB's default)."""
@@ -128,9 +128,7 @@ UNSTRIPPED_DEFAULTS = FusionConfig(
 )
 """RecallB's defaults before the lexical query lost its stop words (``recall_b_unstripped``)."""
 
-UNINFLECTED_DEFAULTS = FusionConfig(
-    lexical_blend_weight=0.5, lexical_blend_shift=-4.0, lexical_inflections=False
-)
+UNINFLECTED_DEFAULTS = FusionConfig(lexical_inflections=False)
 """RecallB's defaults before the lexical query searched inflections (``recall_b_uninflected``)."""
 
 

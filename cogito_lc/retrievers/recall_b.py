@@ -170,13 +170,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     weight is scaled by how decisive the run is for this query, from this share (its two
     best scores equal) up to the full weight (the best far ahead of the runner-up);
     see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_decisiveness`."""
-    lexical_blend_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    lexical_blend_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Share of each candidate's absolute corpus BM25 score, squashed to 0..1 by mem0's
     logistic curve, in the final score (0 turns it off); the rest is the cosine and rank
     blend (see :func:`~cogito_lc.retrievers.adaptive_fusion.lexical_blend`)."""
-    lexical_blend_shift: float = -2.0
+    lexical_blend_shift: float = -4.0
     """Moves the midpoint of the curve that squashes BM25 scores for ``lexical_blend_weight``
-    (mem0's midpoints, 5 to 12 by query length, plus this). Negative (default -2.0) because
+    (mem0's midpoints, 5 to 12 by query length, plus this). Negative (default -4.0) because
     the lexical query has its stop words removed (``lexical_stop_words``): fewer terms score
     lower, so a match on the query's rare words counts from a lower raw score."""
     lexical_stop_words: frozenset[str] = STOP_WORDS
