@@ -45,8 +45,9 @@ __all__ = [
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 _SUFFIXES = (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
 """Suffixes stripped to find a word's stem, with what replaces them."""
-_ENDINGS = ("", "s", "es", "ed", "ing", "e", "y", "ies", "d")
-"""Endings added to the stem to make the inflected forms searched."""
+_ENDINGS = ("", "s", "es", "ed", "ing", "e", "d")
+"""Endings added to the stem to make the inflected forms searched (a stem ending in "y"
+also gets "-ies" and "-ied")."""
 _MIN_STEM = 3
 
 
@@ -163,9 +164,10 @@ def inflections(word: str) -> list[str]:
 
     The stem is the word without one common suffix (``-s`` but not ``-ss``, ``-es``,
     ``-ed``, ``-ing``, ``-ies`` to ``-y``), kept at three letters or more; the forms are
-    the stem with each common ending. Some forms are not words: no memory holds them,
-    so they match nothing. Words with a digit or of three letters or fewer are kept as
-    they are.
+    the stem with each common ending (``-s``, ``-es``, ``-ed``, ``-ing``, and ``-e`` or
+    ``-d`` for a stem that lost its ``e``; ``-ies`` and ``-ied`` for one ending in ``y``).
+    Some forms are not words: no memory holds them, so they match nothing. Words with a
+    digit or of three letters or fewer are kept as they are.
 
     Example:
         ```python
