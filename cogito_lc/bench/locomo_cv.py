@@ -40,6 +40,8 @@ from cogito_lc.bench.mem0_hybrid import SEMANTIC_K, hybrid_order, keyword_terms,
 from cogito_lc.retrievers import Bm25Index
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
+    inflect_query,
+    inflections,
     lexical_blend,
     lexical_query,
     query_terms,
@@ -95,6 +97,9 @@ class FusionConfig:
     """Shift of the squashing curve's midpoint."""
     strip_stop_words: bool = True
     """The lexical run searches with the query's stop words removed (RecallB's default)."""
+    lexical_inflections: bool = True
+    """The stop-word-free lexical query also searches each word's inflections (RecallB's
+    default); the query as written (``strip_stop_words=False``) is never inflected."""
 
     def recall_b_kwargs(self) -> dict[str, Any]:
         """The RecallB fields that rank as this configuration does."""
@@ -111,13 +116,20 @@ PREVIOUS_DEFAULTS = FusionConfig(
     lexical_blend_weight=0.0,
     lexical_blend_shift=0.0,
     strip_stop_words=False,
+    lexical_inflections=False,
 )
 """RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
 
 UNSTRIPPED_DEFAULTS = FusionConfig(
-    lexical_blend_weight=0.6, lexical_blend_shift=0.0, strip_stop_words=False
+    lexical_blend_weight=0.6,
+    lexical_blend_shift=0.0,
+    strip_stop_words=False,
+    lexical_inflections=False,
 )
 """RecallB's defaults before the lexical query lost its stop words (``recall_b_unstripped``)."""
+
+UNINFLECTED_DEFAULTS = FusionConfig(lexical_inflections=False)
+"""RecallB's defaults before the lexical query searched inflections (``recall_b_uninflected``)."""
 
 
 @dataclass
@@ -130,28 +142,39 @@ class QuestionRuns:
     vector_runs: list[list[int]]
     lexical_run: list[int]
     """RecallB's corpus BM25 run (its top ``corpus_bm25_k=10``, ties as the index broke them),
-    searched with the query without its stop words."""
+    searched with the query without its stop words, inflected."""
     live_top: list[int]
     query_cosines: Array
     """Cosine of RecallB's original-query vector to every document."""
     plain_cosines: Array
     """Cosine of the plain ``embed_query`` vector to every document (vector search)."""
     bm25: Array
-    """RecallB's corpus BM25 score of every document (the query without its stop words)."""
+    """RecallB's corpus BM25 score of every document (the query without its stop words,
+    inflected)."""
     mem0_keyword: list[tuple[int, float]]
     mem0_terms: int
     lexical_query: str = ""
-    """The query the lexical run searched with (stop words removed)."""
+    """The query without its stop words (its terms set the blend's curve); the lexical run
+    searched with it inflected."""
     unstripped_lexical_run: list[int] = field(default_factory=list)
     """The corpus BM25 top 10 for the query as written."""
     unstripped_bm25: Array | None = None
     """The corpus BM25 score of every document for the query as written."""
+    uninflected_lexical_run: list[int] = field(default_factory=list)
+    """The corpus BM25 top 10 for the query without its stop words, not inflected."""
+    uninflected_bm25: Array | None = None
+    """The corpus BM25 score of every document for that query."""
+    mem0_inflected_keyword: list[tuple[int, float]] = field(default_factory=list)
+    """mem0's keyword run with each term's inflections searched too (a stand-in for the
+    spaCy lemmas mem0 matches with)."""
 
-    def lexical(self, strip: bool) -> tuple[str, list[int], Array]:
-        """The lexical query, corpus run and scores, with or without stop words."""
-        if strip or self.unstripped_bm25 is None:
-            return self.lexical_query, self.lexical_run, self.bm25
-        return self.question, self.unstripped_lexical_run, self.unstripped_bm25
+    def lexical(self, strip: bool, inflect: bool = True) -> tuple[str, list[int], Array]:
+        """The lexical query, corpus run and scores (without stop words, inflected or not)."""
+        if not strip and self.unstripped_bm25 is not None:
+            return self.question, self.unstripped_lexical_run, self.unstripped_bm25
+        if not inflect and self.uninflected_bm25 is not None:
+            return self.lexical_query, self.uninflected_lexical_run, self.uninflected_bm25
+        return self.lexical_query, self.lexical_run, self.bm25
 
 
 @dataclass
@@ -243,16 +266,14 @@ def _collect_conversation(
         assert retriever._last is not None  # noqa: S101 - set by every ranked invoke
         runs, lexical_run, query_vector = retriever._last
         stripped = lexical_query(question, STOP_WORDS)
-        by_key = lexical.hits(stripped).scores(keys)
+        by_key = lexical.hits(inflect_query(stripped)).scores(keys)
+        uninflected = lexical.hits(stripped)
+        uninflected_by_key = uninflected.scores(keys)
         plain_hits = lexical.hits(question)
         plain_by_key = plain_hits.scores(keys)
         terms = keyword_terms(question)
-        keyword: list[tuple[int, float]] = []
-        if terms:
-            raw = np.asarray(keyword_index.get_scores(terms))
-            keyword = [
-                (int(i), float(raw[i])) for i in np.argsort(-raw, kind="stable")[:SEMANTIC_K]
-            ]
+        keyword = _keyword_run(keyword_index, terms)
+        inflected = list(dict.fromkeys(form for term in terms for form in inflections(term)))
         result.questions.append(
             QuestionRuns(
                 question=question,
@@ -265,16 +286,29 @@ def _collect_conversation(
                 plain_cosines=matrix @ plain_vector,
                 bm25=np.asarray([by_key[key] for key in keys], np.float32),
                 mem0_keyword=keyword,
+                mem0_inflected_keyword=_keyword_run(keyword_index, inflected),
                 mem0_terms=len(terms),
                 lexical_query=stripped,
                 unstripped_lexical_run=[
                     position[str(d.id)] for d in plain_hits.top(FusionConfig().corpus_bm25_k)
                 ],
                 unstripped_bm25=np.asarray([plain_by_key[key] for key in keys], np.float32),
+                uninflected_lexical_run=[
+                    position[str(d.id)] for d in uninflected.top(FusionConfig().corpus_bm25_k)
+                ],
+                uninflected_bm25=np.asarray([uninflected_by_key[key] for key in keys], np.float32),
             )
         )
     store.delete_collection()
     return result
+
+
+def _keyword_run(index: bm25s.BM25, terms: list[str]) -> list[tuple[int, float]]:
+    """mem0's keyword run: the ``SEMANTIC_K`` best ``(document, raw BM25)``."""
+    if not terms:
+        return []
+    raw = np.asarray(index.get_scores(terms))
+    return [(int(i), float(raw[i])) for i in np.argsort(-raw, kind="stable")[:SEMANTIC_K]]
 
 
 def collect(
@@ -324,7 +358,7 @@ class _Components:
     lexical_top: list[float]
 
 
-_MEMO: dict[tuple[int, int, int, bool], tuple[QuestionRuns, _Components]] = {}
+_MEMO: dict[tuple[int, int, int, bool, bool], tuple[QuestionRuns, _Components]] = {}
 
 
 def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDArray[np.float64]:
@@ -335,12 +369,14 @@ def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDA
     return out
 
 
-def _components(runs: QuestionRuns, rrf_k: int, corpus_k: int, strip: bool) -> _Components | None:
-    key = (id(runs), rrf_k, corpus_k, strip)
+def _components(
+    runs: QuestionRuns, rrf_k: int, corpus_k: int, strip: bool, inflect: bool
+) -> _Components | None:
+    key = (id(runs), rrf_k, corpus_k, strip, inflect)
     cached = _MEMO.get(key)
     if cached is not None and cached[0] is runs:
         return cached[1]
-    _, lexical_run, bm25 = runs.lexical(strip)
+    _, lexical_run, bm25 = runs.lexical(strip, inflect)
     lexical = lexical_run[:corpus_k]
     pool: dict[int, int] = {}
     for doc in itertools.chain(*runs.vector_runs, lexical):
@@ -375,7 +411,13 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     top, fused by weighted RRF (original, fragments, corpus BM25, pool BM25) and
     blended with the original query's cosine, each scaled to 0..1 in the pool.
     """
-    parts = _components(runs, config.rrf_k, config.corpus_bm25_k, config.strip_stop_words)
+    parts = _components(
+        runs,
+        config.rrf_k,
+        config.corpus_bm25_k,
+        config.strip_stop_words,
+        config.lexical_inflections,
+    )
     if parts is None:
         return []
     lexical_weight = config.corpus_bm25_weight
@@ -392,7 +434,7 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     scores = config.cosine_weight * parts.cosines + (1.0 - config.cosine_weight) * _unit_range(
         fused
     )
-    query, _, bm25 = runs.lexical(config.strip_stop_words)
+    query, _, bm25 = runs.lexical(config.strip_stop_words, config.lexical_inflections)
     if config.lexical_blend_weight > 0 and query.strip():
         scores = lexical_blend(
             scores,
@@ -432,12 +474,23 @@ def mem0_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
     return [int(key) for key in hybrid_order(semantic, keyword, runs.mem0_terms, k)]
 
 
+def mem0_inflected_order(runs: QuestionRuns, k: int = TOP_K) -> list[int]:
+    """mem0's hybrid with its keyword run matching inflections, as mem0's lemmas would."""
+    semantic = [(str(i), float(runs.plain_cosines[i])) for i in vector_order(runs, SEMANTIC_K)]
+    keyword = [(str(i), raw) for i, raw in runs.mem0_inflected_keyword]
+    return [int(key) for key in hybrid_order(semantic, keyword, runs.mem0_terms, k)]
+
+
 BASELINES = {
     "vector": vector_order,
     "bm25": bm25_order,
     "ensemble": ensemble_order,
     "mem0_hybrid": mem0_order,
 }
+
+REFERENCES = {"mem0_hybrid_inflected": mem0_inflected_order}
+"""Rows scored beside the baselines, with their own margin table: mem0's hybrid given the
+inflections RecallB searches with (mem0 matches spaCy lemmas; the baseline does not)."""
 
 
 def default_grid() -> list[FusionConfig]:
@@ -490,15 +543,32 @@ BLEND_SHIFTS = (-4.0, -3.0, -2.0, -1.0, 0.0)
 
 
 def stop_word_grid() -> list[FusionConfig]:
-    """The lexical query with or without stop words, by blend share, curve shift and cosine."""
+    """The lexical query with or without stop words (uninflected), by blend, shift, cosine."""
     return [
         FusionConfig(
             cosine_weight=cosine,
             lexical_blend_weight=weight,
             lexical_blend_shift=shift,
             strip_stop_words=strip,
+            lexical_inflections=False,
         )
         for strip in (False, True)
+        for shift in BLEND_SHIFTS
+        for weight in (0.5, 0.6, 0.7)
+        for cosine in (0.2, 0.35)
+    ]
+
+
+def inflection_grid() -> list[FusionConfig]:
+    """The stop-word-free lexical query with or without inflections, by blend, shift, cosine."""
+    return [
+        FusionConfig(
+            cosine_weight=cosine,
+            lexical_blend_weight=weight,
+            lexical_blend_shift=shift,
+            lexical_inflections=inflect,
+        )
+        for inflect in (False, True)
         for shift in BLEND_SHIFTS
         for weight in (0.5, 0.6, 0.7)
         for cosine in (0.2, 0.35)
@@ -592,6 +662,7 @@ def cross_validate(
             "recall_b_adaptive_cv": adaptive_grid(),
             "recall_b_blend_cv": blend_grid(),
             "recall_b_stop_words_cv": stop_word_grid(),
+            "recall_b_inflections_cv": inflection_grid(),
         }
     groups: dict[tuple[str, bool], list[UnitVariant]] = {}
     for variant in caches:
@@ -603,9 +674,10 @@ def cross_validate(
             scored.update(_score(caches[variants[0]], variants, order))
         return scored
 
-    table: Table = {name: score_all(order) for name, order in BASELINES.items()}
+    table: Table = {name: score_all(order) for name, order in {**BASELINES, **REFERENCES}.items()}
     table["recall_b_previous"] = score_all(lambda runs: fusion_order(runs, PREVIOUS_DEFAULTS))
     table["recall_b_unstripped"] = score_all(lambda runs: fusion_order(runs, UNSTRIPPED_DEFAULTS))
+    table["recall_b_uninflected"] = score_all(lambda runs: fusion_order(runs, UNINFLECTED_DEFAULTS))
     table["recall_b"] = score_all(lambda runs: fusion_order(runs, FusionConfig()))
     chosen: dict[str, list[FusionConfig]] = {}
     scored: dict[FusionConfig, dict[str, list[Hits]]] = {}
@@ -656,7 +728,10 @@ def print_cv(result: CrossValidation, samples: Sequence[str]) -> None:
                 f"| {name} | {r1[0]:.3f} | {r1[1]:.3f} | {r1[2]:.3f} | "
                 f"{r5[0]:.3f} | {r5[1]:.3f} | {r5[2]:.3f} | {mrr:.3f} |"
             )
-        _print_margins(table, label, samples)
+        _print_margins(table, label, samples, list(BASELINES))
+        references = [name for name in REFERENCES if name in table]
+        if references:
+            _print_margins(table, label, samples, [*BASELINES, *references])
         _print_categories(table, label)
     for name, configs in result.chosen.items():
         print(f"\n{name} chose per fold:")
@@ -664,10 +739,12 @@ def print_cv(result: CrossValidation, samples: Sequence[str]) -> None:
             print(f"  held out {sample}: {config}")
 
 
-def _print_margins(table: Table, label: str, samples: Sequence[str]) -> None:
-    print("\n| RecallB method | cut | mean margin over best other | smallest-margin fold |")
+def _print_margins(table: Table, label: str, samples: Sequence[str], others: Sequence[str]) -> None:
+    print(
+        f"\n| RecallB method | cut | mean margin over best of {', '.join(others)} | "
+        "smallest-margin fold |"
+    )
     print("|---|---|---|---|")
-    others = list(BASELINES)
     for name in (n for n in table if n.startswith("recall_b")):
         for cut in (1, 5):
             margins = [

@@ -14,6 +14,11 @@ blend: a strong keyword match counts however the rest of the pool scores.
 from the query the lexical run searches with: the corpus index keeps them (its
 stop-word list is short), and in conversational memories they match nearly
 every document, drowning the rare words that identify the memory.
+
+:func:`inflect_query` adds the common English inflections of each query word
+("sign" also searches "signs", "signed", "signing"): none of the lexical indexes
+stems, so without them "When did she sign up?" misses "She signed up". Every
+index ORs the query's terms, so the forms it does not hold cost nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from cogito_lc.retrievers.lexical_index import lexical_terms
 __all__ = [
     "adaptive_lexical_weight",
     "bm25_sigmoid",
+    "inflect_query",
+    "inflections",
     "lexical_blend",
     "lexical_decisiveness",
     "lexical_query",
@@ -37,6 +44,12 @@ __all__ = [
 ]
 
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+_SUFFIXES = (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+"""Suffixes stripped to find a word's stem, with what replaces them."""
+_ENDINGS = ("", "s", "es", "ed", "ing", "e", "d")
+"""Endings added to the stem to make the inflected forms searched (a stem ending in "y"
+also gets "-ies" and "-ied")."""
+_MIN_STEM = 3
 
 
 def lexical_decisiveness(top_scores: Sequence[float]) -> float:
@@ -135,6 +148,63 @@ def lexical_query(query: str, stop_words: Collection[str]) -> str:
         ```
     """
     return " ".join(word for word in _WORD_RE.findall(query) if word.lower() not in stop_words)
+
+
+def _stem(word: str) -> str:
+    if word.endswith("ss"):  # "class", "business": not a plural
+        return word
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)] + replacement
+    return word
+
+
+def inflections(word: str) -> list[str]:
+    """``word`` (lower-cased) and the inflected forms of its stem: plural, past, ``-ing``.
+
+    The stem is the word without one common suffix (``-s`` but not ``-ss``, ``-es``,
+    ``-ed``, ``-ing``, ``-ies`` to ``-y``), kept at three letters or more; the forms are
+    the stem with each common ending (``-s``, ``-es``, ``-ed``, ``-ing``, and ``-e`` or
+    ``-d`` for a stem that lost its ``e``; ``-ies`` and ``-ied`` for one ending in ``y``).
+    Some forms are not words: no memory holds them, so they match nothing. Words with a
+    digit or of three letters or fewer are kept as they are.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.adaptive_fusion import inflections
+
+        assert {"sign", "signs", "signed", "signing"} <= set(inflections("signed"))
+        assert {"allergy", "allergies"} <= set(inflections("allergies"))
+        assert inflections("2023") == ["2023"]
+        ```
+    """
+    word = word.lower()
+    if not word.isalpha() or len(word) <= _MIN_STEM:
+        return [word]
+    stem = _stem(word)
+    forms = dict.fromkeys([word, *(stem + ending for ending in _ENDINGS)])
+    if stem.endswith("y"):
+        forms.update(dict.fromkeys([stem[:-1] + "ies", stem[:-1] + "ied"]))
+    return list(forms)
+
+
+def inflect_query(query: str) -> str:
+    """``query``'s words, each with its :func:`inflections`, joined by spaces (no repeats).
+
+    For the lexical run only: the indexes OR the terms, so a memory holding any
+    form of a query word matches it.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.adaptive_fusion import inflect_query
+
+        searched = inflect_query("Melanie sign pottery class").split()
+        assert {"signed", "classes", "melanie"} <= set(searched)
+        assert len(searched) == len(set(searched))
+        ```
+    """
+    forms = dict.fromkeys(form for word in _WORD_RE.findall(query) for form in inflections(word))
+    return " ".join(forms)
 
 
 def lexical_blend(

@@ -45,6 +45,7 @@ from cogito_lc.retrievers._subquery_vectors import (
 from cogito_lc.retrievers._vector_cache import VectorCache, shared_cache
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
+    inflect_query,
     lexical_blend,
     lexical_query,
     query_terms,
@@ -188,6 +189,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     function and question words ("when", "did", "my") that the index keeps but that match
     nearly every conversational memory. Empty searches with the query as written. A query
     made only of these words gets no lexical run."""
+    lexical_inflections: bool = True
+    """The corpus BM25 search also matches the common English inflections of each query
+    word ("sign" finds "signed", "signing"; see
+    :func:`~cogito_lc.retrievers.adaptive_fusion.inflect_query`), since the lexical indexes
+    do not stem. False searches with the words as written."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -324,6 +330,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return query
         return lexical_query(query, self.lexical_stop_words)
 
+    def lexical_search_query(self, query: str) -> str:
+        """What the corpus BM25 index is searched with: :meth:`lexical_query`, inflected."""
+        stripped = self.lexical_query(query)
+        return inflect_query(stripped) if self.lexical_inflections else stripped
+
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
         if not query.strip() or (
             self.corpus_bm25_weight <= 0
@@ -446,7 +457,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""
-        hits = self._lexical_hits(self.lexical_query(query))
+        hits = self._lexical_hits(self.lexical_search_query(query))
         return hits, self._corpus_top(hits)
 
     def _corpus_top(self, hits: _LexicalRun | None) -> list[Document]:

@@ -30,6 +30,8 @@ def _samples(conversations: int) -> list[dict[str, Any]]:
         first = sample["conversation"]["session_1"][0]
         first["blip_caption"] = "a photo of a grey cat on a sofa"
         sample["observation"]["session_1_observation"]["Ana" + str(c)][0][1] = "D1:1; D1:2"
+        # "started a pottery class": found by the lexical run only through inflections
+        sample["qa"][1]["question"] = f"Which pottery classes did Ana{c} start?"
     return samples
 
 
@@ -77,8 +79,10 @@ def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any,
         "bm25",
         "ensemble",
         "mem0_hybrid",
+        "mem0_hybrid_inflected",
         "recall_b_previous",
         "recall_b_unstripped",
+        "recall_b_uninflected",
         "recall_b",
         "fitted",
     }
@@ -210,5 +214,43 @@ def test_the_stop_word_grid_tries_the_query_with_and_without_stop_words() -> Non
     grid = locomo_cv.stop_word_grid()
     assert {c.strip_stop_words for c in grid} == {False, True}
     assert {c.lexical_blend_shift for c in grid} == set(locomo_cv.BLEND_SHIFTS)
-    assert FusionConfig() in grid
+    assert not any(c.lexical_inflections for c in grid)
+    assert locomo_cv.UNINFLECTED_DEFAULTS in grid
     assert len(set(grid)) == len(grid)
+
+
+def test_the_inflection_grid_tries_the_query_with_and_without_inflections() -> None:
+    grid = locomo_cv.inflection_grid()
+    assert {c.lexical_inflections for c in grid} == {False, True}
+    assert all(c.strip_stop_words for c in grid)
+    assert FusionConfig() in grid
+    assert locomo_cv.UNINFLECTED_DEFAULTS in grid
+    assert len(set(grid)) == len(grid)
+
+
+def test_offline_ranking_without_inflections_is_live_recall_b_without_them(
+    cached: dict[Any, Any],
+) -> None:
+    _moved_by_the_blend(cached, locomo_cv.UNINFLECTED_DEFAULTS)
+
+
+def test_the_cache_keeps_the_lexical_run_with_and_without_inflections(
+    cached: dict[Any, Any],
+) -> None:
+    runs = [q for c in cached[UnitVariant("facts")] for q in c.questions]
+    assert all(q.uninflected_bm25 is not None for q in runs)
+    assert all((q.bm25 >= q.uninflected_bm25 - 1e-6).all() for q in runs)  # type: ignore[operator]
+    assert any(not np.array_equal(q.bm25, q.uninflected_bm25) for q in runs)
+
+
+def test_mem0_with_inflections_matches_a_memory_by_another_form_of_a_query_word(
+    cached: dict[Any, Any],
+) -> None:
+    runs = [q for c in cached[UnitVariant("facts")] for q in c.questions]
+    asked = [q for q in runs if q.question.startswith("Which pottery classes")]
+    assert asked
+    for q in asked:
+        # "Ana0 started a pottery class": "classes" and "start" match it only when inflected
+        (best, plain), (same, inflected) = q.mem0_keyword[0], q.mem0_inflected_keyword[0]
+        assert best == same
+        assert inflected > plain > 0

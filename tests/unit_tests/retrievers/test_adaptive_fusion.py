@@ -8,6 +8,8 @@ import pytest
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
     bm25_sigmoid,
+    inflect_query,
+    inflections,
     lexical_blend,
     lexical_decisiveness,
     lexical_query,
@@ -99,3 +101,40 @@ def test_the_lexical_query_drops_stop_words_whatever_their_case() -> None:
 def test_the_lexical_query_keeps_the_words_an_index_would_split_out() -> None:
     assert lexical_query("port 8083, auth_tokens; x", frozenset()) == "port 8083 auth_tokens"
     assert lexical_query("did it?", frozenset({"did", "it"})) == ""
+
+
+@pytest.mark.parametrize(
+    ("word", "forms"),
+    [
+        ("signed", {"sign", "signs", "signed", "signing"}),
+        ("sign", {"signs", "signed", "signing"}),
+        ("Practiced", {"practice", "practices", "practicing"}),
+        ("allergies", {"allergy", "allergies"}),
+        ("studio", {"studios"}),
+        ("class", {"classes"}),
+        ("classes", {"class"}),
+    ],
+)
+def test_inflections_hold_the_common_forms(word: str, forms: set[str]) -> None:
+    found = inflections(word)
+    assert found[0] == word.lower()
+    assert forms <= set(found)
+    assert len(found) == len(set(found))
+
+
+@pytest.mark.parametrize("word", ["2023", "gym", "b2b"])
+def test_short_words_and_words_with_digits_are_not_inflected(word: str) -> None:
+    assert inflections(word) == [word.lower()]
+
+
+def test_a_plural_keeps_its_stem_but_not_a_double_s() -> None:
+    assert "clas" not in inflections("class")
+    assert "pottery" in inflections("potteries")
+
+
+def test_inflect_query_lists_each_form_once_word_by_word() -> None:
+    searched = inflect_query("sign signs up?").split()
+    assert searched[: len(inflections("sign"))] == inflections("sign")
+    assert len(searched) == len(set(searched))
+    assert "up" in searched
+    assert inflect_query("") == ""

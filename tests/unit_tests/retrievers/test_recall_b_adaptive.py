@@ -134,3 +134,21 @@ def test_a_query_of_stop_words_only_gets_no_lexical_run() -> None:
 def _bm25(store: InMemoryVectorStore, query: str) -> dict[str, float]:
     documents = [Document(page_content=text, id=key) for key, text in TEXTS.items()]
     return Bm25Index(documents).hits(query).scores(list(TEXTS))
+
+
+def test_the_lexical_search_holds_the_query_words_inflections() -> None:
+    retriever = RecallB(vectorstore=_store())
+    assert retriever.lexical_query("When did she sign up?") == "sign"
+    searched = retriever.lexical_search_query("When did she sign up?").split()
+    assert {"sign", "signed", "signing"} <= set(searched)
+    off = RecallB(vectorstore=_store(), lexical_inflections=False)
+    assert off.lexical_search_query("When did she sign up?") == "sign"
+
+
+def test_an_inflected_query_word_finds_the_memory_by_its_lexical_run() -> None:
+    store = _store()
+    query = "who paint boat"  # "a" holds "paints" and "boats" only
+    index = Bm25Index([Document(page_content=t, id=k) for k, t in TEXTS.items()])
+    assert _rrf(store, query, lexical_index=index)["a"] > _rrf(
+        store, query, lexical_index=index, lexical_inflections=False
+    ).get("a", 0.0)
