@@ -517,6 +517,8 @@ class ChromaAdapter(BatchedSearchAdapter):
         approximate search per query vector when the filter keeps a small share
         of a large collection.
         """
+        if not ids:
+            return [([], False) for _ in fetch_ks]
         kwargs = dict(search_kwargs)
         where = kwargs.pop("filter", None)
         raw = self.collection.get(ids=list(ids), include=["embeddings"], **kwargs)

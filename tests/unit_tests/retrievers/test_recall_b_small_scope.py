@@ -58,6 +58,11 @@ def test_a_small_scope_is_ranked_exactly_and_alike(memory: MemoryStore, within: 
     assert {doc.metadata["user_id"] for doc in found if doc is not None} == {"alice"}
 
 
+def test_an_empty_scope_returns_nothing(memory: MemoryStore, within: list[int]) -> None:
+    assert _ids(memory, "carol", exact_scope_limit=10) == []
+    assert within == [0]
+
+
 def test_a_scope_above_the_limit_searches_the_index(memory: MemoryStore, within: list[int]) -> None:
     assert _ids(memory, "bob", exact_scope_limit=10)
     assert within == []
