@@ -58,6 +58,8 @@ __all__ = [
 
 Array = npt.NDArray[np.float32]
 CACHE_DIR = Path(tempfile.gettempdir()) / "locomo-cv"
+CACHE_VERSION = 2
+"""Bumped when the cached runs change with the same defaults (2: lexicon inflections)."""
 TOP_K = locomo.TOP_K
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -210,7 +212,7 @@ class _CapturingRecallB(RecallB):
 def _cache_path(data: Path, variant: UnitVariant, questions: int | None) -> Path:
     # RecallB's defaults are in the key: the cached live top 10 follows them.
     digest = hashlib.blake2b(
-        f"{data.resolve()}|{data.stat().st_size}|{questions}|{FusionConfig()}".encode()
+        f"{data.resolve()}|{data.stat().st_size}|{questions}|{FusionConfig()}|{CACHE_VERSION}".encode()
     )
     name = f"{variant.unit}-{int(variant.captions)}-{digest.hexdigest()[:10]}.pkl"
     return CACHE_DIR / name
@@ -266,7 +268,7 @@ def _collect_conversation(
         assert retriever._last is not None  # noqa: S101 - set by every ranked invoke
         runs, lexical_run, query_vector = retriever._last
         stripped = lexical_query(question, STOP_WORDS)
-        by_key = lexical.hits(inflect_query(stripped)).scores(keys)
+        by_key = lexical.hits(inflect_query(stripped, exclude=STOP_WORDS)).scores(keys)
         uninflected = lexical.hits(stripped)
         uninflected_by_key = uninflected.scores(keys)
         plain_hits = lexical.hits(question)

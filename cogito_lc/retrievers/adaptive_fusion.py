@@ -15,14 +15,15 @@ from the query the lexical run searches with: the corpus index keeps them (its
 stop-word list is short), and in conversational memories they match nearly
 every document, drowning the rare words that identify the memory.
 
-:func:`inflect_query` adds the common English inflections of each query word
-("sign" also searches "signs", "signed", "signing"): none of the lexical indexes
-stems, so without them "When did she sign up?" misses "She signed up". Every
-index ORs the query's terms, so the forms it does not hold cost nothing.
+:func:`inflect_query` adds the English inflections of each query word ("sign"
+also searches "signs", "signed", "signing"; "go" also "went", "gone"): none of the
+lexical indexes stems, so without them "When did she sign up?" misses "She signed
+up". Every index ORs the query's terms, so the forms it does not hold cost nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Sequence
@@ -40,6 +41,7 @@ __all__ = [
     "lexical_blend",
     "lexical_decisiveness",
     "lexical_query",
+    "load_lexicon",
     "query_terms",
 ]
 
@@ -160,39 +162,86 @@ def _stem(word: str) -> str:
 
 
 def inflections(word: str) -> list[str]:
-    """``word`` (lower-cased) and the inflected forms of its stem: plural, past, ``-ing``.
+    """``word`` (lower-cased) and the other forms of its lemmas: plural, past, ``-ing``, ...
 
-    The stem is the word without one common suffix (``-s`` but not ``-ss``, ``-es``,
-    ``-ed``, ``-ing``, ``-ies`` to ``-y``), kept at three letters or more; the forms are
-    the stem with each common ending (``-s``, ``-es``, ``-ed``, ``-ing``, and ``-e`` or
-    ``-d`` for a stem that lost its ``e``; ``-ies`` and ``-ied`` for one ending in ``y``).
-    Some forms are not words: no memory holds them, so they match nothing. Words with a
-    digit or of three letters or fewer are kept as they are.
+    A word English dictionaries know gets its lemmas and every inflection of them from
+    LemmInflect's lexicon, irregular ones included ("went" -> "go", "gone"; "children"
+    -> "child"). Any other word gets rule-made forms of its stem: the word without one
+    common suffix (``-s`` but not ``-ss``, ``-es``, ``-ed``, ``-ing``, ``-ies`` to
+    ``-y``), kept at three letters or more, with each common ending (``-s``, ``-es``,
+    ``-ed``, ``-ing``, and ``-e`` or ``-d`` for a stem that lost its ``e``; ``-ies`` and
+    ``-ied`` for one ending in ``y``). Some rule-made forms are not words: no memory
+    holds them, so they match nothing. Words with a digit, and unknown words of three
+    letters or fewer, are kept as they are.
 
     Example:
         ```python
         from cogito_lc.retrievers.adaptive_fusion import inflections
 
         assert {"sign", "signs", "signed", "signing"} <= set(inflections("signed"))
+        assert {"go", "went", "gone"} <= set(inflections("go"))
         assert {"allergy", "allergies"} <= set(inflections("allergies"))
         assert inflections("2023") == ["2023"]
         ```
     """
-    word = word.lower()
-    if not word.isalpha() or len(word) <= _MIN_STEM:
-        return [word]
+    return list(_forms(word.lower()))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _forms(word: str) -> tuple[str, ...]:
+    if not word.isalpha():
+        return (word,)
+    known = _lexicon_forms(word)
+    if known:
+        return known
+    if len(word) <= _MIN_STEM:
+        return (word,)
     stem = _stem(word)
     forms = dict.fromkeys([word, *(stem + ending for ending in _ENDINGS)])
     if stem.endswith("y"):
         forms.update(dict.fromkeys([stem[:-1] + "ies", stem[:-1] + "ied"]))
-    return list(forms)
+    return tuple(forms)
 
 
-def inflect_query(query: str) -> str:
+@functools.cache
+def load_lexicon() -> None:
+    """Load the English lexicon :func:`inflections` reads (about 0.4 s, once per process).
+
+    Called by :class:`~cogito_lc.RecallB` when it is built, so the first recall does
+    not pay for it; :func:`inflections` loads it itself when needed.
+    """
+    import lemminflect
+
+    lemminflect.getAllLemmas("went")
+
+
+def _lexicon_forms(word: str) -> tuple[str, ...]:
+    """``word``, its lemmas and their inflections in LemmInflect's lexicon (empty if unknown)."""
+    import lemminflect
+
+    load_lexicon()
+    lemmas = sorted({lemma for found in lemminflect.getAllLemmas(word).values() for lemma in found})
+    if not lemmas:
+        return ()
+    forms = dict.fromkeys([word])
+    for lemma in lemmas:
+        forms[lemma.lower()] = None
+        for inflected in lemminflect.getAllInflections(lemma).values():
+            forms.update(dict.fromkeys(form.lower() for form in inflected))
+    return tuple(form for form in forms if form.isalpha())
+
+
+def inflect_query(query: str, exclude: Collection[str] = frozenset()) -> str:
     """``query``'s words, each with its :func:`inflections`, joined by spaces (no repeats).
 
     For the lexical run only: the indexes OR the terms, so a memory holding any
     form of a query word matches it.
+
+    Args:
+        query: The words to inflect (stop words already removed).
+        exclude: Forms never added (compared lower-cased), such as the stop words the
+            query lost: "liked" searches "likes" but not "like" when "like" is one. The
+            query's own words are always kept.
 
     Example:
         ```python
@@ -201,9 +250,14 @@ def inflect_query(query: str) -> str:
         searched = inflect_query("Melanie sign pottery class").split()
         assert {"signed", "classes", "melanie"} <= set(searched)
         assert len(searched) == len(set(searched))
+        assert "like" not in inflect_query("liked", exclude={"like"}).split()
         ```
     """
-    forms = dict.fromkeys(form for word in _WORD_RE.findall(query) for form in inflections(word))
+    forms: dict[str, None] = {}
+    for word in _WORD_RE.findall(query):
+        own, *others = inflections(word)
+        forms[own] = None
+        forms.update(dict.fromkeys(form for form in others if form not in exclude))
     return " ".join(forms)
 
 

@@ -48,6 +48,7 @@ from cogito_lc.retrievers.adaptive_fusion import (
     inflect_query,
     lexical_blend,
     lexical_query,
+    load_lexicon,
     query_terms,
 )
 from cogito_lc.retrievers.lexical_index import LexicalIndex
@@ -190,10 +191,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     nearly every conversational memory. Empty searches with the query as written. A query
     made only of these words gets no lexical run."""
     lexical_inflections: bool = True
-    """The corpus BM25 search also matches the common English inflections of each query
-    word ("sign" finds "signed", "signing"; see
-    :func:`~cogito_lc.retrievers.adaptive_fusion.inflect_query`), since the lexical indexes
-    do not stem. False searches with the words as written."""
+    """The corpus BM25 search also matches the English inflections of each query word
+    ("sign" finds "signed", "signing"; "go" finds "went"; irregular forms from
+    LemmInflect's lexicon, see :func:`~cogito_lc.retrievers.adaptive_fusion.inflect_query`),
+    since the lexical indexes do not stem; a form that is one of ``lexical_stop_words`` is
+    not added. False searches with the words as written."""
 
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
@@ -218,6 +220,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
                 self._chroma_bm25 = ChromaBm25Source(self._store)
             else:
                 self._lexical = lexical_sync_for(self.vectorstore)
+        if self.lexical_inflections:
+            load_lexicon()  # once per process, here rather than in the first recall
         return self
 
     @property
@@ -333,7 +337,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     def lexical_search_query(self, query: str) -> str:
         """What the corpus BM25 index is searched with: :meth:`lexical_query`, inflected."""
         stripped = self.lexical_query(query)
-        return inflect_query(stripped) if self.lexical_inflections else stripped
+        if not self.lexical_inflections:
+            return stripped
+        return inflect_query(stripped, exclude=self.lexical_stop_words)
 
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
         if not query.strip() or (

@@ -122,9 +122,39 @@ def test_inflections_hold_the_common_forms(word: str, forms: set[str]) -> None:
     assert len(found) == len(set(found))
 
 
-@pytest.mark.parametrize("word", ["2023", "gym", "b2b"])
-def test_short_words_and_words_with_digits_are_not_inflected(word: str) -> None:
+@pytest.mark.parametrize("word", ["2023", "kai", "b2b"])
+def test_unknown_short_words_and_words_with_digits_are_not_inflected(word: str) -> None:
     assert inflections(word) == [word.lower()]
+
+
+@pytest.mark.parametrize(
+    ("word", "forms"),
+    [
+        ("went", {"go", "goes", "gone", "going"}),
+        ("go", {"went", "gone"}),
+        ("bought", {"buy", "buying"}),
+        ("children", {"child"}),
+        ("gym", {"gyms"}),
+        ("older", {"old", "oldest"}),
+    ],
+)
+def test_known_words_get_their_irregular_forms_from_the_lexicon(word: str, forms: set[str]) -> None:
+    found = inflections(word)
+    assert found[0] == word
+    assert forms <= set(found)
+
+
+def test_unknown_words_get_rule_made_forms() -> None:
+    assert {"melanies"} <= set(inflections("Melanie"))
+    assert inflections("Melanie")[0] == "melanie"
+
+
+def test_inflect_query_leaves_out_excluded_forms_but_keeps_the_query_words() -> None:
+    searched = inflect_query("liked like", exclude={"like"}).split()
+    assert searched[0] == "liked"
+    assert "like" in searched  # the query's own word
+    assert "likes" in searched
+    assert "like" not in inflect_query("liked", exclude={"like"}).split()
 
 
 def test_a_plural_keeps_its_stem_but_not_a_double_s() -> None:

@@ -145,6 +145,15 @@ def test_the_lexical_search_holds_the_query_words_inflections() -> None:
     assert off.lexical_search_query("When did she sign up?") == "sign"
 
 
+def test_the_lexical_search_adds_no_stop_word_as_an_inflection() -> None:
+    retriever = RecallB(vectorstore=_store())
+    searched = retriever.lexical_search_query("What has she liked since she went there?").split()
+    assert {"liked", "likes", "go", "gone"} <= set(searched)
+    assert "like" not in searched  # a stop word: it would match nearly every memory
+    custom = RecallB(vectorstore=_store(), lexical_stop_words=frozenset({"what", "she"}))
+    assert "like" in custom.lexical_search_query("What has she liked?").split()
+
+
 def test_an_inflected_query_word_finds_the_memory_by_its_lexical_run() -> None:
     store = _store()
     query = "who paint boat"  # "a" holds "paints" and "boats" only
