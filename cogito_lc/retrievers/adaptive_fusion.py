@@ -212,7 +212,8 @@ def load_lexicon() -> None:
     """
     import lemminflect
 
-    lemminflect.getAllLemmas("went")
+    lemminflect.getAllLemmas("went")  # each table loads on its first lookup
+    lemminflect.getAllInflections("go")
 
 
 def _lexicon_forms(word: str) -> tuple[str, ...]:

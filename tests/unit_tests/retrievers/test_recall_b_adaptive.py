@@ -10,7 +10,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import METADATA_KEY, RecallB
 from cogito_lc.retrievers import Bm25Index
-from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid
+from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid, load_lexicon
 from tests.unit_tests.conftest import HashEmbeddings
 
 TEXTS = {
@@ -161,3 +161,11 @@ def test_an_inflected_query_word_finds_the_memory_by_its_lexical_run() -> None:
     assert _rrf(store, query, lexical_index=index)["a"] > _rrf(
         store, query, lexical_index=index, lexical_inflections=False
     ).get("a", 0.0)
+
+
+def test_the_lexicon_loads_when_recall_b_is_built_not_in_its_first_recall() -> None:
+    load_lexicon.cache_clear()
+    RecallB(vectorstore=_store(), lexical_inflections=False)
+    assert load_lexicon.cache_info().currsize == 0
+    RecallB(vectorstore=_store())
+    assert load_lexicon.cache_info().currsize == 1
