@@ -28,7 +28,7 @@ __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
 logger = logging.getLogger(__name__)
 
 _PAGE = 5_000
-_SCOPES_KEPT = 64
+_ANSWERS_KEPT = 64
 _FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter)
 _T = TypeVar("_T")
 
@@ -84,8 +84,7 @@ class LexicalSync:
         self._started = False
         self._checked_at = float("-inf")
         self._version = 0
-        self._covers: dict[str, tuple[int, bool]] = {}
-        self._scopes: dict[tuple[str, int], tuple[int, list[str] | None]] = {}
+        self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}
 
     # -- writes -------------------------------------------------------------------
 
@@ -145,13 +144,8 @@ class LexicalSync:
             return True
         if getattr(self.index, "mirrors_store", False):
             return self._covers_all(where)  # other replicas write too: never cached
-        key = repr(sorted(where.items()))
-        cached = self._covers.get(key)
-        if cached is not None and cached[0] == self._version:
-            return cached[1]
-        covers = self._guarded(lambda: self._covers_all(where))
-        self._covers[key] = (self._version, covers)
-        return covers
+        key = ("covers", repr(sorted(where.items())))
+        return bool(self._until_write(key, lambda: self._covers_all(where)))
 
     def ids_within(self, where: Mapping[str, Any], limit: int) -> list[str] | None:
         """The ids of the documents matching ``where`` when at most ``limit`` do, else None.
@@ -162,15 +156,21 @@ class LexicalSync:
         listing = getattr(self.index, "ids_within", None)
         if listing is None or getattr(self.index, "mirrors_store", False):
             return None
-        key = (repr(sorted(where.items())), limit)
-        cached = self._scopes.get(key)
-        if cached is not None and cached[0] == self._version:
-            return cached[1]
-        ids: list[str] | None = self._guarded(lambda: listing(where, limit))
-        if len(self._scopes) >= _SCOPES_KEPT:
-            self._scopes.clear()
-        self._scopes[key] = (self._version, ids)
+        key = ("within", repr(sorted(where.items())), limit)
+        ids: list[str] | None = self._until_write(key, lambda: listing(where, limit))
         return ids
+
+    def _until_write(self, key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
+        """``compute()``, remembered under ``key`` until the next write (a bounded number)."""
+        cached = self._answers.get(key)
+        if cached is not None and cached[0] == self._version:
+            answer: _T = cached[1]
+            return answer
+        answer = self._guarded(compute)
+        if len(self._answers) >= _ANSWERS_KEPT:
+            self._answers.clear()
+        self._answers[key] = (self._version, answer)
+        return answer
 
     def _covers_all(self, where: Mapping[str, Any]) -> bool:
         quick = getattr(self.index, "covers_all", None)
