@@ -544,36 +544,31 @@ BLEND_SHIFTS = (-4.0, -3.0, -2.0, -1.0, 0.0)
 """The midpoint shifts of the BM25 squashing curve tried by :func:`stop_word_grid`."""
 
 
-def stop_word_grid() -> list[FusionConfig]:
-    """The lexical query with or without stop words (uninflected), by blend, shift, cosine."""
+def _blend_points(**fixed: Any) -> list[FusionConfig]:
+    """``fixed`` with every blend shift, blend share (0.5-0.7) and cosine weight (0.2, 0.35)."""
     return [
         FusionConfig(
-            cosine_weight=cosine,
-            lexical_blend_weight=weight,
-            lexical_blend_shift=shift,
-            strip_stop_words=strip,
-            lexical_inflections=False,
+            cosine_weight=cosine, lexical_blend_weight=weight, lexical_blend_shift=shift, **fixed
         )
-        for strip in (False, True)
         for shift in BLEND_SHIFTS
         for weight in (0.5, 0.6, 0.7)
         for cosine in (0.2, 0.35)
     ]
 
 
+def stop_word_grid() -> list[FusionConfig]:
+    """The lexical query with or without stop words (uninflected), by blend, shift, cosine."""
+    return [
+        config
+        for strip in (False, True)
+        for config in _blend_points(strip_stop_words=strip, lexical_inflections=False)
+    ]
+
+
 def inflection_grid() -> list[FusionConfig]:
     """The stop-word-free lexical query with or without inflections, by blend, shift, cosine."""
     return [
-        FusionConfig(
-            cosine_weight=cosine,
-            lexical_blend_weight=weight,
-            lexical_blend_shift=shift,
-            lexical_inflections=inflect,
-        )
-        for inflect in (False, True)
-        for shift in BLEND_SHIFTS
-        for weight in (0.5, 0.6, 0.7)
-        for cosine in (0.2, 0.35)
+        config for inflect in (False, True) for config in _blend_points(lexical_inflections=inflect)
     ]
 
 
