@@ -81,6 +81,12 @@ class StoredVectors:
     copied: set[str] = field(default_factory=set)
     """The ids of the documents given as the caller's copies, not read: the caller
     checks those it returns (:meth:`StoreAdapter.read_documents`)."""
+    also: Sequence[str] = ()
+    """Ids of documents found elsewhere (a lexical run): an adapter that reads documents
+    after an ids-only search reads these in the same call and puts them in :attr:`also_found`."""
+    also_found: dict[str, Document] | None = None
+    """The documents of :attr:`also` the store holds and the filter keeps, by id; None when
+    the adapter did not read them (the caller keeps its own)."""
 
 
 """A document found by a search and its score (None when the store gives no finite score)."""
@@ -486,7 +492,7 @@ class ChromaAdapter(BatchedSearchAdapter):
         runs hold it) are then read in one ``get``, with their vectors when
         ``stored`` asks for them: far less than every run carrying its rows.
         Documents ``stored`` holds a copy of are not read (see
-        :meth:`read_documents`).
+        :meth:`read_documents`); the ``stored.also`` ids are read in the same ``get``.
         """
         kwargs = dict(search_kwargs)
         where = kwargs.pop("filter", None)
@@ -498,8 +504,11 @@ class ChromaAdapter(BatchedSearchAdapter):
             **kwargs,
         )
         run_ids = [ids[:fetch_k] for ids, fetch_k in zip(raw["ids"], fetch_ks, strict=True)]
-        unique = list(dict.fromkeys(chain.from_iterable(run_ids)))
+        also = stored.also if stored is not None else ()
+        unique = list(dict.fromkeys(chain(chain.from_iterable(run_ids), also)))
         found = self._read_found(unique, {"where": where, **kwargs}, stored)
+        if stored is not None and also:
+            stored.also_found = {i: found[i] for i in also if i in found}
         return [([found[i] for i in ids if i in found], False) for ids in run_ids]
 
     def search_within(

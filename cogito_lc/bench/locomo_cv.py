@@ -102,6 +102,12 @@ class FusionConfig:
     lexical_inflections: bool = True
     """The stop-word-free lexical query also searches each word's inflections (RecallB's
     default); the query as written (``strip_stop_words=False``) is never inflected."""
+    max_subqueries: int = 4
+    """Sub-queries searched, the original included (at most the cached runs' 8)."""
+    original_fetch_k: int = 15
+    """Depth of the original query's vector run (at most the cached 30)."""
+    fetch_k: int = 5
+    """Depth of each fragment's vector run (at most the cached 20)."""
 
     def recall_b_kwargs(self) -> dict[str, Any]:
         """The RecallB fields that rank as this configuration does."""
@@ -111,7 +117,14 @@ class FusionConfig:
         return kwargs
 
 
+COLLECTED = FusionConfig(max_subqueries=8, original_fetch_k=30, fetch_k=20)
+"""RecallB as the runs are collected: RecallB's defaults searching deeper (the depth of
+the defaults before 0.9), so every shallower depth can be scored from the cache."""
+
 PREVIOUS_DEFAULTS = FusionConfig(
+    max_subqueries=8,
+    original_fetch_k=30,
+    fetch_k=20,
     rrf_k=10,
     bm25_weight=0.5,
     lexical_floor=1.0,
@@ -123,6 +136,9 @@ PREVIOUS_DEFAULTS = FusionConfig(
 """RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
 
 UNSTRIPPED_DEFAULTS = FusionConfig(
+    max_subqueries=8,
+    original_fetch_k=30,
+    fetch_k=20,
     lexical_blend_weight=0.6,
     lexical_blend_shift=0.0,
     strip_stop_words=False,
@@ -130,7 +146,9 @@ UNSTRIPPED_DEFAULTS = FusionConfig(
 )
 """RecallB's defaults before the lexical query lost its stop words (``recall_b_unstripped``)."""
 
-UNINFLECTED_DEFAULTS = FusionConfig(lexical_inflections=False)
+UNINFLECTED_DEFAULTS = FusionConfig(
+    max_subqueries=8, original_fetch_k=30, fetch_k=20, lexical_inflections=False
+)
 """RecallB's defaults before the lexical query searched inflections (``recall_b_uninflected``)."""
 
 
@@ -201,18 +219,27 @@ class _CapturingRecallB(RecallB):
         query_vector: Any,
         found: Any,
         hits: Any,
-        lexical_run: list[str],
         k: int,
     ) -> Any:
         runs = [list(run) for run in found.vector_runs]
-        self._last = (runs, list(lexical_run), np.asarray(query_vector))
-        return super()._rank(decomposition, plan, query_vector, found, hits, lexical_run, k)
+        self._last = (runs, list(found.lexical_run), np.asarray(query_vector))
+        return super()._rank(decomposition, plan, query_vector, found, hits, k)
+
+
+def _depth(config: FusionConfig) -> dict[str, int]:
+    """The RecallB fields that set how many vector runs a recall reads, and how deep."""
+    return {
+        "max_subqueries": config.max_subqueries,
+        "original_fetch_k": config.original_fetch_k,
+        "fetch_k": config.fetch_k,
+    }
 
 
 def _cache_path(data: Path, variant: UnitVariant, questions: int | None) -> Path:
-    # RecallB's defaults are in the key: the cached live top 10 follows them.
+    # RecallB's defaults at the collected depth are in the key: the cached live top 10
+    # follows them.
     digest = hashlib.blake2b(
-        f"{data.resolve()}|{data.stat().st_size}|{questions}|{FusionConfig()}|{CACHE_VERSION}".encode()
+        f"{data.resolve()}|{data.stat().st_size}|{questions}|{COLLECTED}|{CACHE_VERSION}".encode()
     )
     name = f"{variant.unit}-{int(variant.captions)}-{digest.hexdigest()[:10]}.pkl"
     return CACHE_DIR / name
@@ -256,7 +283,7 @@ def _collect_conversation(
     keyword_index.index(keyword_tokens(docs), show_progress=False)
     asked = _scorable(sample)[:questions] if questions else _scorable(sample)
     plain = np.asarray(embeddings.embed_documents([q for q, _, _ in asked]), np.float32)
-    retriever = _CapturingRecallB(vectorstore=store, k=TOP_K)
+    retriever = _CapturingRecallB(vectorstore=store, k=TOP_K, **_depth(COLLECTED))
     labels = {
         name: [by_label[key] for key in stored["ids"]]
         for name, by_label in _labels(sample, variant).items()
@@ -360,7 +387,7 @@ class _Components:
     lexical_top: list[float]
 
 
-_MEMO: dict[tuple[int, int, int, bool, bool], tuple[QuestionRuns, _Components]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[QuestionRuns, _Components]] = {}
 
 
 def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDArray[np.float64]:
@@ -371,17 +398,27 @@ def _rrf_vector(run: Sequence[int], pool: dict[int, int], rrf_k: int) -> npt.NDA
     return out
 
 
-def _components(
-    runs: QuestionRuns, rrf_k: int, corpus_k: int, strip: bool, inflect: bool
-) -> _Components | None:
-    key = (id(runs), rrf_k, corpus_k, strip, inflect)
+def _vector_runs(runs: QuestionRuns, config: FusionConfig) -> list[list[int]]:
+    """The cached vector runs cut to ``config``'s sub-queries and depths."""
+    kept = runs.vector_runs[: config.max_subqueries]
+    if not kept:
+        return []
+    original = max(config.original_fetch_k, TOP_K)  # as RecallB searches for k=TOP_K
+    return [kept[0][:original]] + [run[: config.fetch_k] for run in kept[1:]]
+
+
+def _components(runs: QuestionRuns, config: FusionConfig) -> _Components | None:
+    strip, inflect = config.strip_stop_words, config.lexical_inflections
+    rrf_k = config.rrf_k
+    key = (id(runs), rrf_k, config.corpus_bm25_k, strip, inflect, *_depth(config).values())
     cached = _MEMO.get(key)
     if cached is not None and cached[0] is runs:
         return cached[1]
     _, lexical_run, bm25 = runs.lexical(strip, inflect)
-    lexical = lexical_run[:corpus_k]
+    lexical = lexical_run[: config.corpus_bm25_k]
+    vector_runs = _vector_runs(runs, config)
     pool: dict[int, int] = {}
-    for doc in itertools.chain(*runs.vector_runs, lexical):
+    for doc in itertools.chain(*vector_runs, lexical):
         pool.setdefault(doc, len(pool))
     if not pool:
         return None
@@ -391,11 +428,11 @@ def _components(
         int(members[i]) for i in np.argsort(-pool_scores, kind="stable") if pool_scores[i] > 0
     ]
     fragments = np.zeros(len(pool), np.float64)
-    for run in runs.vector_runs[1:]:
+    for run in vector_runs[1:]:
         fragments += _rrf_vector(run, pool, rrf_k)
     components = _Components(
         members=members,
-        original=_rrf_vector(runs.vector_runs[0], pool, rrf_k),
+        original=_rrf_vector(vector_runs[0] if vector_runs else [], pool, rrf_k),
         fragments=fragments,
         lexical=_rrf_vector(lexical, pool, rrf_k),
         pool_bm25=_rrf_vector(ranked, pool, rrf_k),
@@ -413,13 +450,7 @@ def fusion_order(runs: QuestionRuns, config: FusionConfig, k: int = TOP_K) -> li
     top, fused by weighted RRF (original, fragments, corpus BM25, pool BM25) and
     blended with the original query's cosine, each scaled to 0..1 in the pool.
     """
-    parts = _components(
-        runs,
-        config.rrf_k,
-        config.corpus_bm25_k,
-        config.strip_stop_words,
-        config.lexical_inflections,
-    )
+    parts = _components(runs, config)
     if parts is None:
         return []
     lexical_weight = config.corpus_bm25_weight
@@ -572,6 +603,33 @@ def inflection_grid() -> list[FusionConfig]:
     ]
 
 
+DEPTHS = ((10, 5), (15, 5), (20, 10), (30, 10), (30, 20))
+"""(original_fetch_k, fetch_k) pairs tried by :func:`depth_grid`."""
+
+
+def depth_grid(max_results: int | None = 30) -> list[FusionConfig]:
+    """The defaults at 2-8 sub-queries and every depth of :data:`DEPTHS`.
+
+    With ``max_results``, only the settings whose vector runs read at most that many
+    results in all: the 10,000-memory cost budget (the scale benchmark measures 30
+    results at 1.46x a plain vector search, 50 at 1.50x, 170 at 1.79x), so the fit
+    chooses among settings cheap enough to run on every turn.
+    """
+    configs = [
+        FusionConfig(max_subqueries=count, original_fetch_k=original, fetch_k=fragment)
+        for count in (2, 3, 4, 6, 8)
+        for original, fragment in DEPTHS
+    ]
+    if max_results is None:
+        return configs
+    return [c for c in configs if results_read(c) <= max_results]
+
+
+def results_read(config: FusionConfig) -> int:
+    """How many vector results a recall under ``config`` reads, in all its runs."""
+    return config.original_fetch_k + (config.max_subqueries - 1) * config.fetch_k
+
+
 @dataclass
 class Hits:
     """First-hit ranks of one method on one conversation and variant."""
@@ -660,6 +718,8 @@ def cross_validate(
             "recall_b_blend_cv": blend_grid(),
             "recall_b_stop_words_cv": stop_word_grid(),
             "recall_b_inflections_cv": inflection_grid(),
+            "recall_b_depth_cv": depth_grid(),
+            "recall_b_depth_any_cv": depth_grid(max_results=None),
         }
     groups: dict[tuple[str, bool], list[UnitVariant]] = {}
     for variant in caches:
@@ -676,6 +736,7 @@ def cross_validate(
     table["recall_b_unstripped"] = score_all(lambda runs: fusion_order(runs, UNSTRIPPED_DEFAULTS))
     table["recall_b_uninflected"] = score_all(lambda runs: fusion_order(runs, UNINFLECTED_DEFAULTS))
     table["recall_b"] = score_all(lambda runs: fusion_order(runs, FusionConfig()))
+    table["recall_b_deep"] = score_all(lambda runs: fusion_order(runs, COLLECTED))
     chosen: dict[str, list[FusionConfig]] = {}
     scored: dict[FusionConfig, dict[str, list[Hits]]] = {}
     for name, grid in grids.items():
@@ -700,7 +761,7 @@ def _live_agreement(caches: dict[UnitVariant, list[ConversationRuns]]) -> float:
         for conversation in conversations:
             for runs in conversation.questions:
                 total += 1
-                same += fusion_order(runs, FusionConfig()) == runs.live_top
+                same += fusion_order(runs, COLLECTED) == runs.live_top
     return same / max(total, 1)
 
 

@@ -57,6 +57,10 @@ class SearchResult:
     """Keys of pool documents the search read from the store now."""
     search_kwargs: dict[str, Any] = field(default_factory=dict)
     """The search's arguments (its filter), for checking the copies."""
+    lexical_run: list[str] = field(default_factory=list)
+    """Keys of the lexical run's documents, best first (see :func:`search`'s ``lexical``)."""
+    lexical_stale: bool = False
+    """Whether a lexical document was gone from the store or read there with other text."""
 
     def add_run(self, documents: Sequence[Document], *, vector_run: bool = True) -> list[str]:
         """Add a ranked run's documents to the pool; returns the run's keys.
@@ -82,21 +86,26 @@ class SearchResult:
         self.read -= dropped
         self.copied -= dropped
         self.vector_runs = [[key for key in run if key not in dropped] for run in self.vector_runs]
+        self.lexical_run = [key for key in self.lexical_run if key not in dropped]
 
 
 def _cache_key(key: str, text: str) -> str:
     return key + ":" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _stored_vectors(cache: VectorCache, *, copies: bool) -> StoredVectors:
+def _stored_vectors(
+    cache: VectorCache, lexical: Sequence[Document], *, copies: bool
+) -> StoredVectors:
     """Ask the search for the vectors of candidates the cache holds none for.
 
     With ``copies``, candidates the cache keeps a copy of (with its vector) are
-    not read: :func:`confirm` checks those a recall returns.
+    not read: :func:`confirm` checks those a recall returns. The ``lexical``
+    documents are read with the search's own where the store can.
     """
+    also = [doc.id for doc in lexical if doc.id]
     if not copies:
-        return StoredVectors(known=cache.holds)
-    return StoredVectors(known=cache.holds, copy=partial(_copy, cache))
+        return StoredVectors(known=cache.holds, also=also)
+    return StoredVectors(known=cache.holds, copy=partial(_copy, cache), also=also)
 
 
 def _copy(cache: VectorCache, doc_id: str) -> Document | None:
@@ -107,12 +116,16 @@ def _copy(cache: VectorCache, doc_id: str) -> Document | None:
 
 
 def _collect(
-    runs: Sequence[Run], stored: StoredVectors, search_kwargs: dict[str, Any]
+    runs: Sequence[Run],
+    stored: StoredVectors,
+    search_kwargs: dict[str, Any],
+    lexical: Sequence[Document],
 ) -> SearchResult:
     result = SearchResult(search_kwargs=search_kwargs)
     for docs, by_text in runs:
         result.text_search = result.text_search or by_text
         result.read.update(result.add_run(docs))
+    _add_lexical(result, stored, lexical)
     result.copied = {key for key in result.read if key in stored.copied}
     result.read -= result.copied
     if stored.found:
@@ -122,6 +135,26 @@ def _collect(
             if doc.id in stored.found
         )
     return result
+
+
+def _add_lexical(result: SearchResult, stored: StoredVectors, lexical: Sequence[Document]) -> None:
+    """Add the lexical run: the store's documents where the search read them, else the index's.
+
+    A document the store no longer holds (or that left the filter) is dropped,
+    and one read there with other text is given as read; either marks the index stale.
+    """
+    read = stored.also_found
+    if read is None:
+        result.lexical_run = result.add_run(lexical, vector_run=False)
+        return
+    kept = [read[doc.id] if doc.id else doc for doc in lexical if not doc.id or doc.id in read]
+    result.lexical_stale = any(
+        doc.id not in read or read[doc.id].page_content != doc.page_content
+        for doc in lexical
+        if doc.id
+    )
+    result.lexical_run = result.add_run(kept, vector_run=False)
+    result.read.update(document_key(doc) for doc in kept if doc.id in read)
 
 
 def search(
@@ -134,6 +167,7 @@ def search(
     cache: VectorCache,
     copies: bool = False,
     within: Sequence[str] | None = None,
+    lexical: Sequence[Document] = (),
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
 
@@ -143,13 +177,16 @@ def search(
     takes the cache's copies of the documents found instead of reading them
     (see :func:`confirm`). With ``within`` (the ids of a small scope), a store
     that can ranks exactly those documents instead of searching its index.
+    The ``lexical`` run's documents (from a lexical index) join the pool as
+    :attr:`SearchResult.lexical_run`, read with the searched ones where the store
+    reads documents after an ids-only search.
     """
-    stored = _stored_vectors(cache, copies=copies)
+    stored = _stored_vectors(cache, lexical, copies=copies)
     if within is not None and store.searches_within:
         runs = store.search_within(within, vectors, fetch_ks, search_kwargs, stored)
     else:
         runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored, search_kwargs)
+    return _collect(runs, stored, search_kwargs, lexical)
 
 
 async def asearch(
@@ -162,9 +199,10 @@ async def asearch(
     cache: VectorCache,
     copies: bool = False,
     within: Sequence[str] | None = None,
+    lexical: Sequence[Document] = (),
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    stored = _stored_vectors(cache, copies=copies)
+    stored = _stored_vectors(cache, lexical, copies=copies)
     if within is not None and store.searches_within:
         loop = asyncio.get_running_loop()
         runs = await loop.run_in_executor(
@@ -172,7 +210,7 @@ async def asearch(
         )
     else:
         runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored, search_kwargs)
+    return _collect(runs, stored, search_kwargs, lexical)
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:

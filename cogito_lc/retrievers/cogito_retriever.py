@@ -174,7 +174,7 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
         retriever = CogitoRetriever.from_llm(store, llm, k=3)
         docs = retriever.invoke("how long do auth tokens last?")
         docs[0].page_content  # 'Auth tokens expire after 3600 seconds.'
-        docs[0].metadata["cogito"]["method"]  # 'decompose_8|filter'
+        docs[0].metadata["cogito"]["method"]  # 'decompose_4|filter'
         ```
     """
 

@@ -103,7 +103,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         retriever = RecallB(vectorstore=store, k=5)
         docs = retriever.invoke("how long do auth tokens last?")
         docs[0].page_content  # 'Auth tokens expire after 3600 seconds.'
-        docs[0].metadata["cogito"]["method"]  # 'decompose_8'
+        docs[0].metadata["cogito"]["method"]  # 'decompose_4'
         ```
     """
 
@@ -115,12 +115,17 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     """Embeddings for queries; defaults to ``vectorstore.embeddings``."""
     k: int = Field(default=10, ge=1)
     """How many documents to return; can be overridden per call with ``invoke(query, k=...)``."""
-    fetch_k: int = Field(default=20, ge=1)
-    """How many documents each fragment sub-search fetches into the candidate pool."""
-    original_fetch_k: int = Field(default=30, ge=1)
-    """How many documents the search with the original query fetches."""
-    max_subqueries: int = Field(default=8, ge=1)
-    """The most sub-queries one recall searches with, the original query included."""
+    fetch_k: int = Field(default=5, ge=1)
+    """How many documents each fragment sub-search fetches into the candidate pool (the
+    original query's search fetches at least ``k``: fragments only add candidates)."""
+    original_fetch_k: int = Field(default=15, ge=1)
+    """How many documents the search with the original query fetches (at least ``k``)."""
+    max_subqueries: int = Field(default=4, ge=1)
+    """The most sub-queries one recall searches with, the original query included. The
+    defaults (4 sub-queries, 15 and 5 deep) read 30 vector results: chosen by
+    cross-validation among the settings that cost at most 1.5 times a plain vector
+    search at 10,000 memories; searching 8 sub-queries 30 and 20 deep scores within
+    0.004 of them (``benchmarks/results/locomo_cv.md``, ``recall_b_deep``)."""
     vocab_map: dict[str, list[str]] | None = None
     """Plain words to the corpus's own terms, e.g. ``{"how fast": ["latency", "p95"]}``."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -285,7 +290,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
 
     def _fetch_ks(self, decomposition: Decomposition, k: int) -> list[int]:
         fragments = len(decomposition.queries) - 1
-        return [max(self.original_fetch_k, k)] + [max(self.fetch_k, k)] * fragments
+        return [max(self.original_fetch_k, k)] + [self.fetch_k] * fragments
 
     def _translated_kwargs(self) -> dict[str, Any]:
         """``search_kwargs`` with the filter in the form the store takes."""
@@ -364,12 +369,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
+        # The lexical run needs no vector: it runs first, and its documents are
+        # read from the store with the vector runs' in one call.
+        lexical = self._lexical_run(decomposition.queries[0])
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
-        docs, found = self._recall(decomposition, plan, vectors, k, copies=True)
+        docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=True)
         if not _search.confirm(self._store, docs, found, self._cache):
             self.refresh_lexical_index()
-            docs, found = self._recall(decomposition, plan, vectors, k, copies=False)
+            lexical = self._lexical_run(decomposition.queries[0])
+            docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=False)
             docs = _search.settle(self._store, docs, found)
         data = _event_data(docs, decomposition, plan, found)
         dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
@@ -380,11 +389,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition: Decomposition,
         plan: SubqueryPlan,
         vectors: Vector,
+        lexical: tuple[_LexicalRun | None, list[Document]],
         k: int,
         *,
         copies: bool,
     ) -> tuple[list[Document], _search.SearchResult]:
         """Search, fuse and rank; with ``copies``, documents the cache holds are not read."""
+        hits, corpus_top = lexical
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
             self._store,
@@ -395,27 +406,39 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             cache=self._cache,
             copies=copies and post_filter is None,
             within=self._small_scope(search_kwargs),
+            lexical=corpus_top,
         )
+        self._settle_lexical(found, post_filter)
+        _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
+        return self._rank(decomposition, plan, vectors[0], found, hits, k), found
+
+    def _settle_lexical(
+        self, found: _search.SearchResult, post_filter: Callable[[Mapping[str, Any]], bool] | None
+    ) -> None:
         if post_filter is not None:
             found.keep(post_filter)
-        hits, corpus_top = self._lexical_run(decomposition.queries[0])
-        lexical_run = found.add_run(corpus_top, vector_run=False)
-        _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
-        return self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k), found
+        if found.lexical_stale:
+            logger.debug("the corpus index is behind the store: checking it at the next search")
+            self.refresh_lexical_index()
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, k = self._prepare(query, kwargs)
-        plan, vectors = await self._aplan_vectors(decomposition)
-        docs, found = await self._arecall(decomposition, plan, vectors, k, copies=True)
         loop = asyncio.get_running_loop()
+        original = decomposition.queries[0]
+        lexical = await loop.run_in_executor(None, self._lexical_run, original)
+        plan, vectors = await self._aplan_vectors(decomposition)
+        docs, found = await self._arecall(decomposition, plan, vectors, lexical, k, copies=True)
         confirmed = await loop.run_in_executor(
             None, _search.confirm, self._store, docs, found, self._cache
         )
         if not confirmed:
             self.refresh_lexical_index()
-            docs, found = await self._arecall(decomposition, plan, vectors, k, copies=False)
+            lexical = await loop.run_in_executor(None, self._lexical_run, original)
+            docs, found = await self._arecall(
+                decomposition, plan, vectors, lexical, k, copies=False
+            )
             docs = await loop.run_in_executor(None, _search.settle, self._store, docs, found)
         data = _event_data(docs, decomposition, plan, found)
         config = {"callbacks": run_manager.get_child()}
@@ -434,11 +457,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition: Decomposition,
         plan: SubqueryPlan,
         vectors: Vector,
+        lexical: tuple[_LexicalRun | None, list[Document]],
         k: int,
         *,
         copies: bool,
     ) -> tuple[list[Document], _search.SearchResult]:
         """Async :meth:`_recall`."""
+        hits, corpus_top = lexical
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         within = await loop.run_in_executor(None, self._small_scope, search_kwargs)
@@ -451,15 +476,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             cache=self._cache,
             copies=copies and post_filter is None,
             within=within,
+            lexical=corpus_top,
         )
-        if post_filter is not None:
-            found.keep(post_filter)
-        hits, corpus_top = await loop.run_in_executor(
-            None, self._lexical_run, decomposition.queries[0]
-        )
-        lexical_run = found.add_run(corpus_top, vector_run=False)
+        self._settle_lexical(found, post_filter)
         await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
-        return self._rank(decomposition, plan, vectors[0], found, hits, lexical_run, k), found
+        return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""
@@ -478,14 +499,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         query_vector: Vector,
         found: _search.SearchResult,
         hits: _LexicalRun | None,
-        lexical_run: list[str],
         k: int,
     ) -> list[Document]:
         if not found.pool:
             return []
         keys = list(found.pool)
         query = self.lexical_query(decomposition.queries[0])
-        fused = self._fuse(query, found, hits, lexical_run, keys)
+        fused = self._fuse(query, found, hits, found.lexical_run, keys)
         cosines = cosine_scores(query_vector, np.stack([found.vectors[key] for key in keys]))
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())

@@ -228,3 +228,17 @@ def test_chroma_search_keeps_the_filter_on_the_documents_it_reads(chroma: Chroma
     search = ["billing vault key"], vector, [3], {"filter": native}
     runs = adapter.search_by_vectors(*search, StoredVectors())
     assert {doc.id for doc in runs[0][0]} == {"a1", "a2"}
+
+
+def test_chroma_search_reads_the_lexical_ids_in_its_own_read(chroma: Chroma) -> None:
+    adapter = adapter_for(_fill(chroma))
+    vector = np.asarray([HashEmbeddings.vector("deploys freeze")], dtype=np.float32)
+    native = store_filter(chroma, ALICE)
+    stored = StoredVectors(also=["a1", "b1", "gone"])
+    runs = adapter.search_by_vectors(["deploys freeze"], vector, [1], {"filter": native}, stored)
+    assert [doc.id for doc in runs[0][0]] == ["a2"]  # the runs hold only what was searched
+    assert stored.also_found is not None
+    assert set(stored.also_found) == {"a1"}  # bob's row is outside the filter; "gone" is gone
+    assert stored.also_found["a1"].page_content == ROWS["a1"][0]
+    assert set(stored.found) == {"a1", "a2"}  # vectors read in the same call
+    assert StoredVectors().also_found is None

@@ -51,10 +51,31 @@ def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[UnitVariant,
     }
 
 
-def test_offline_default_ranking_is_the_live_recall_b_ranking(cached: dict[Any, Any]) -> None:
+def test_offline_collected_ranking_is_the_live_recall_b_ranking(cached: dict[Any, Any]) -> None:
     runs = [q for conversations in cached.values() for c in conversations for q in c.questions]
     assert runs
-    assert all(locomo_cv.fusion_order(q, FusionConfig()) == q.live_top for q in runs)
+    assert all(locomo_cv.fusion_order(q, locomo_cv.COLLECTED) == q.live_top for q in runs)
+    assert any(len(q.vector_runs) > FusionConfig().max_subqueries for q in runs)
+
+
+def test_offline_default_depth_is_the_live_recall_b_ranking(cached: dict[Any, Any]) -> None:
+    _moved_by_the_blend(cached, FusionConfig())
+
+
+def test_shallower_configurations_cut_the_cached_runs() -> None:
+    runs = _runs([0.0, 0.0, 0.0, 0.0, 0.0])
+    runs.vector_runs = [list(range(12)), [12, 3, 2], [1, 0], [13]]
+    config = FusionConfig(max_subqueries=3, original_fetch_k=2, fetch_k=1)
+    # the original run is searched at least TOP_K deep, as RecallB searches for k=TOP_K
+    assert locomo_cv._vector_runs(runs, config) == [list(range(10)), [12], [1]]
+
+
+def test_the_depth_grid_keeps_the_settings_within_the_result_budget() -> None:
+    cheap = locomo_cv.depth_grid()
+    assert FusionConfig() in cheap
+    assert locomo_cv.COLLECTED not in cheap
+    assert locomo_cv.COLLECTED in locomo_cv.depth_grid(max_results=None)
+    assert all(locomo_cv.results_read(c) <= 30 for c in cheap)
 
 
 def test_cache_is_read_back_not_recomputed(tmp_path: Path, cached: dict[Any, Any]) -> None:
@@ -84,6 +105,7 @@ def test_each_fold_is_fitted_without_its_held_out_conversation(cached: dict[Any,
         "recall_b_unstripped",
         "recall_b_uninflected",
         "recall_b",
+        "recall_b_deep",
         "fitted",
     }
     assert all(len(folds) == 3 for folds in result.table["fitted"].values())
@@ -210,12 +232,16 @@ def test_the_cache_keeps_the_lexical_query_with_and_without_stop_words(
     assert any(not np.array_equal(q.bm25, q.unstripped_bm25) for q in differs)
 
 
+def _default_depth() -> dict[str, int]:
+    return locomo_cv._depth(FusionConfig())
+
+
 def test_the_stop_word_grid_tries_the_query_with_and_without_stop_words() -> None:
     grid = locomo_cv.stop_word_grid()
     assert {c.strip_stop_words for c in grid} == {False, True}
     assert {c.lexical_blend_shift for c in grid} == set(locomo_cv.BLEND_SHIFTS)
     assert not any(c.lexical_inflections for c in grid)
-    assert locomo_cv.UNINFLECTED_DEFAULTS in grid
+    assert dataclasses.replace(locomo_cv.UNINFLECTED_DEFAULTS, **_default_depth()) in grid
     assert len(set(grid)) == len(grid)
 
 
@@ -224,7 +250,7 @@ def test_the_inflection_grid_tries_the_query_with_and_without_inflections() -> N
     assert {c.lexical_inflections for c in grid} == {False, True}
     assert all(c.strip_stop_words for c in grid)
     assert FusionConfig() in grid
-    assert locomo_cv.UNINFLECTED_DEFAULTS in grid
+    assert dataclasses.replace(locomo_cv.UNINFLECTED_DEFAULTS, **_default_depth()) in grid
     assert len(set(grid)) == len(grid)
 
 
