@@ -70,6 +70,11 @@ def check_run(run: dict[str, Any], layout: str) -> None:
     assert restart["second_recall_ms"] > 0
     assert restart["model_load_s"] >= 0
     assert restart["process_spawn_to_first_recall_s"] >= restart["open_and_first_recall_s"]
+    for name in ("vector", "recall"):
+        check_latency(restart[name])
+        assert restart[name]["n"] == QUERIES
+    reopened = restart["recall"]["p50"] / restart["vector"]["p50"]
+    assert abs(restart["recall_to_vector"] - reopened) < 0.01 + 0.01 * reopened
 
 
 def test_scale_benchmark_writes_every_figure(tmp_path: Path) -> None:
