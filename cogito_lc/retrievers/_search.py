@@ -100,7 +100,7 @@ def _stored_vectors(
 
     With ``copies``, candidates the cache keeps a copy of (with its vector) are
     not read: :func:`confirm` checks those a recall returns. The ``lexical``
-    documents are read with the search's own where the store can.
+    documents are read in the search's own read where the store can.
     """
     also = [doc.id for doc in lexical if doc.id]
     if not copies:
