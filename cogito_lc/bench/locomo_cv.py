@@ -118,13 +118,12 @@ class FusionConfig:
 
 
 COLLECTED = FusionConfig(max_subqueries=8, original_fetch_k=30, fetch_k=20)
-"""RecallB as the runs are collected: RecallB's defaults searching deeper (the depth of
-the defaults before 0.9), so every shallower depth can be scored from the cache."""
+"""RecallB as the runs are collected: its defaults at the deeper search of the releases
+before (8 sub-queries, 30 and 20 deep), so every shallower depth is scored from the cache.
+The earlier releases below are scored at this depth, the one they searched with."""
 
-PREVIOUS_DEFAULTS = FusionConfig(
-    max_subqueries=8,
-    original_fetch_k=30,
-    fetch_k=20,
+PREVIOUS_DEFAULTS = dataclasses.replace(
+    COLLECTED,
     rrf_k=10,
     bm25_weight=0.5,
     lexical_floor=1.0,
@@ -135,10 +134,8 @@ PREVIOUS_DEFAULTS = FusionConfig(
 )
 """RecallB's defaults before the lexical blend term (reported as ``recall_b_previous``)."""
 
-UNSTRIPPED_DEFAULTS = FusionConfig(
-    max_subqueries=8,
-    original_fetch_k=30,
-    fetch_k=20,
+UNSTRIPPED_DEFAULTS = dataclasses.replace(
+    COLLECTED,
     lexical_blend_weight=0.6,
     lexical_blend_shift=0.0,
     strip_stop_words=False,
@@ -146,9 +143,7 @@ UNSTRIPPED_DEFAULTS = FusionConfig(
 )
 """RecallB's defaults before the lexical query lost its stop words (``recall_b_unstripped``)."""
 
-UNINFLECTED_DEFAULTS = FusionConfig(
-    max_subqueries=8, original_fetch_k=30, fetch_k=20, lexical_inflections=False
-)
+UNINFLECTED_DEFAULTS = dataclasses.replace(COLLECTED, lexical_inflections=False)
 """RecallB's defaults before the lexical query searched inflections (``recall_b_uninflected``)."""
 
 
@@ -611,9 +606,10 @@ def depth_grid(max_results: int | None = 30) -> list[FusionConfig]:
     """The defaults at 2-8 sub-queries and every depth of :data:`DEPTHS`.
 
     With ``max_results``, only the settings whose vector runs read at most that many
-    results in all: the 10,000-memory cost budget (the scale benchmark measures 30
-    results at 1.46x a plain vector search, 50 at 1.50x, 170 at 1.79x), so the fit
-    chooses among settings cheap enough to run on every turn.
+    results in all: a cost budget, so the fit chooses among settings cheap enough to run
+    on every turn (at 10,000 memories the scale benchmark measures recall at 1.6-1.7
+    times a plain vector search reading 30 results, 2.0 times reading the 170 of the
+    releases before).
     """
     configs = [
         FusionConfig(max_subqueries=count, original_fetch_k=original, fetch_k=fragment)

@@ -305,7 +305,6 @@ def run_restart(spec: CaseSpec) -> dict[str, Any]:
     from cogito_lc.bench.scale_corpus import ScaleCorpus
 
     queries = ScaleCorpus.from_file(spec.data).queries(spec.queries)
-    query = [queries[0], queries[-1]]
     started = time.perf_counter()
     embeddings, _ = _embeddings(spec.embeddings)
     embeddings.embed_documents(["warm up"])
@@ -314,19 +313,19 @@ def run_restart(spec: CaseSpec) -> dict[str, Any]:
     target = _open(spec, embeddings).scoped({"user_id": TARGET_SCOPE})
     recall = target.as_retriever(k=TOP_K)
     open_s = time.perf_counter() - started
-    first_ms = _timed_ms(lambda: recall.invoke(query[0]))
+    first_ms = _timed_ms(lambda: recall.invoke(queries[0]))
     since_start = time.time() - spec.spawned_at
-    second_ms = _timed_ms(lambda: recall.invoke(query[-1]))
+    second_ms = _timed_ms(lambda: recall.invoke(queries[-1]))
     vector: list[float] = []
     served: list[float] = []
     for text in _bar(spec, queries, "recall after restart"):
         vector.append(_timed_ms(partial(target.search, text, k=TOP_K)))
         served.append(_timed_ms(partial(recall.invoke, text)))
-    vector_p50 = _stats(vector)["p50"] or 1e-9
+    vector_stats, recall_stats = _stats(vector), _stats(served)
     return {
-        "vector": _stats(vector),
-        "recall": _stats(served),
-        "recall_to_vector": round(_stats(served)["p50"] / vector_p50, 2),
+        "vector": vector_stats,
+        "recall": recall_stats,
+        "recall_to_vector": round(recall_stats["p50"] / (vector_stats["p50"] or 1e-9), 2),
         "model_load_s": round(model_s, 2),
         "open_s": round(open_s, 3),
         "first_recall_ms": round(first_ms, 1),

@@ -123,9 +123,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     max_subqueries: int = Field(default=4, ge=1)
     """The most sub-queries one recall searches with, the original query included. The
     defaults (4 sub-queries, 15 and 5 deep) read 30 vector results: chosen by
-    cross-validation among the settings that cost at most 1.5 times a plain vector
-    search at 10,000 memories; searching 8 sub-queries 30 and 20 deep scores within
-    0.004 of them (``benchmarks/results/locomo_cv.md``, ``recall_b_deep``)."""
+    cross-validation among the settings reading at most that many (1.6-1.7 times a
+    plain vector search at 10,000 memories, against 2.0 for 8 sub-queries 30 and 20
+    deep, which scores within 0.004 of them: ``benchmarks/results/locomo_cv.md``,
+    ``recall_b_deep``)."""
     vocab_map: dict[str, list[str]] | None = None
     """Plain words to the corpus's own terms, e.g. ``{"how fast": ["latency", "p95"]}``."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -505,7 +506,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return []
         keys = list(found.pool)
         query = self.lexical_query(decomposition.queries[0])
-        fused = self._fuse(query, found, hits, found.lexical_run, keys)
+        fused = self._fuse(query, found, hits, keys)
         cosines = cosine_scores(query_vector, np.stack([found.vectors[key] for key in keys]))
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
@@ -533,13 +534,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         query: str,
         found: _search.SearchResult,
         hits: _LexicalRun | None,
-        lexical_run: list[str],
         keys: list[str],
     ) -> Vector:
         runs = list(found.vector_runs)
         weights = [self.original_weight] + [self.fragment_weight] * (len(runs) - 1)
-        runs.append(lexical_run)
-        weights.append(self._lexical_weight(hits, lexical_run))
+        runs.append(found.lexical_run)
+        weights.append(self._lexical_weight(hits, found.lexical_run))
         if self.bm25_weight > 0:
             runs.append(self._pool_bm25_run(query, found, hits, keys))
             weights.append(self.bm25_weight)
