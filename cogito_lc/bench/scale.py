@@ -464,20 +464,25 @@ def _reopened(restart: dict[str, Any]) -> str:
 
 
 def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -> float | None:
-    """Mean share of the exact BM25 top 10 that the index's bounded search returns."""
+    """Mean share of the exact BM25 top 10 that RecallB's lexical search returns.
+
+    The search is the one RecallB runs (through its :class:`LexicalSync`: in
+    memory when the scope is the whole index, else FTS5, bounded); the exact
+    top 10 comes from FTS5 without a bound.
+    """
     from cogito_lc.retrievers import SqliteLexicalIndex
 
     sync = getattr(recall, "lexical_sync", None)
     index = getattr(sync, "index", None)
-    if not isinstance(index, SqliteLexicalIndex) or not queries:
+    if sync is None or not isinstance(index, SqliteLexicalIndex) or not queries:
         return None
-    exact = SqliteLexicalIndex(index.path, posting_budget=2**62)
+    exact = SqliteLexicalIndex(index.path, posting_budget=2**62, postings_in_memory=False)
     try:
         shares = []
         for query in queries:
             full = {doc.id for doc, _ in exact.search(query, TOP_K, where)}
-            bounded = {doc.id for doc, _ in index.search(query, TOP_K, where)}
-            shares.append(len(full & bounded) / len(full) if full else 1.0)
+            found = {doc.id for doc, _ in sync.search(query, TOP_K, where)}
+            shares.append(len(full & found) / len(full) if full else 1.0)
     finally:
         exact.close()
     return round(sum(shares) / len(shares), 3)

@@ -43,14 +43,14 @@ def index_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def exact(index_file: Path) -> Iterator[SqliteLexicalIndex]:
-    index = SqliteLexicalIndex(index_file, posting_budget=10**9)
+    index = SqliteLexicalIndex(index_file, posting_budget=10**9, postings_in_memory=False)
     yield index
     index.close()
 
 
 @pytest.fixture
 def bounded(index_file: Path) -> Iterator[SqliteLexicalIndex]:
-    index = SqliteLexicalIndex(index_file, posting_budget=150)
+    index = SqliteLexicalIndex(index_file, posting_budget=150, postings_in_memory=False)
     yield index
     index.close()
 
