@@ -53,6 +53,7 @@ class Postings:
     def __init__(self, rows: Iterable[Row] = ()) -> None:
         self._postings: dict[str, dict[int, int]] = {}
         self._lengths = np.zeros(1024, dtype=np.float64)
+        self._held = np.zeros(1024, dtype=np.bool_)
         self.rows = 0
         """How many rows the postings hold."""
         self.tokens = 0
@@ -60,11 +61,14 @@ class Postings:
         self.add(rows)
 
     def add(self, rows: Iterable[Row]) -> None:
-        """Add these rows (their rowids must not be held)."""
+        """Add these rows (a rowid already held is replaced)."""
         for rowid, terms in rows:
+            if self.holds(rowid):
+                self._drop(rowid)
             tokens = terms.split()
             self._grow(rowid)
             self._lengths[rowid] = len(tokens)
+            self._held[rowid] = True
             self.rows += 1
             self.tokens += len(tokens)
             for term in tokens:
@@ -75,18 +79,30 @@ class Postings:
                     held[rowid] = held.get(rowid, 0) + 1
 
     def remove(self, rows: Iterable[Row]) -> None:
-        """Remove these rows, given with the terms they were added with."""
+        """Remove these rows, given with the terms they were added with (absent ones skipped)."""
         for rowid, terms in rows:
-            tokens = terms.split()
-            self._lengths[rowid] = 0.0
-            self.rows -= 1
-            self.tokens -= len(tokens)
-            for term in set(tokens):
-                held = self._postings.get(term)
-                if held is not None:
-                    held.pop(rowid, None)
-                    if not held:
-                        del self._postings[term]
+            if self.holds(rowid):
+                self._drop(rowid, terms)
+
+    def holds(self, rowid: int) -> bool:
+        """Whether the row with this rowid is held."""
+        return 0 <= rowid < len(self._held) and bool(self._held[rowid])
+
+    def _drop(self, rowid: int, terms: str | None = None) -> None:
+        tokens = terms.split() if terms is not None else self._terms_of(rowid)
+        self.rows -= 1
+        self.tokens -= int(self._lengths[rowid])
+        self._lengths[rowid] = 0.0
+        self._held[rowid] = False
+        for term in set(tokens):
+            held = self._postings.get(term)
+            if held is not None:
+                held.pop(rowid, None)
+                if not held:
+                    del self._postings[term]
+
+    def _terms_of(self, rowid: int) -> list[str]:
+        return [term for term, held in self._postings.items() if rowid in held]
 
     def top(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
         """The ``k`` best rows for these distinct ``terms``: rowid and score, best first.
@@ -100,9 +116,10 @@ class Postings:
         held = np.flatnonzero(totals)
         scores = totals[held]
         if len(held) > k:
-            kept = np.argpartition(-scores, k - 1)[:k]
+            kth = np.partition(-scores, k - 1)[k - 1]
+            kept = -scores <= kth  # every row tied with the k-th, for the rowid order below
             held, scores = held[kept], scores[kept]
-        order = np.lexsort((held, -scores))
+        order = np.lexsort((held, -scores))[:k]
         return [(int(held[i]), float(scores[i])) for i in order]
 
     def _scored(
@@ -119,18 +136,21 @@ class Postings:
             counts = np.fromiter(held.values(), dtype=np.float64, count=len(held))
             norm = _K1 * (1 - _B + _B * self._lengths[rowids] / average) if average else _K1
             rowid_parts.append(rowids)
-            weight_parts.append(self._idf(len(held)) * counts * (_K1 + 1) / (counts + norm))
+            weight_parts.append(self._idf(len(held)) * ((counts * (_K1 + 1)) / (counts + norm)))
         if not rowid_parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return np.concatenate(rowid_parts), np.concatenate(weight_parts)
 
     def _idf(self, held: int) -> float:
-        return max(math.log((self.rows - held + 0.5) / (held + 0.5)), _MIN_IDF)
+        value = math.log((self.rows - held + 0.5) / (held + 0.5))
+        return value if value > 0 else _MIN_IDF
 
     def _grow(self, rowid: int) -> None:
         if rowid >= len(self._lengths):
             size = max(rowid + 1, 2 * len(self._lengths))
-            self._lengths = np.concatenate([self._lengths, np.zeros(size - len(self._lengths))])
+            grown = size - len(self._lengths)
+            self._lengths = np.concatenate([self._lengths, np.zeros(grown)])
+            self._held = np.concatenate([self._held, np.zeros(grown, dtype=np.bool_)])
 
 
 Change = tuple[bool, list[Row]]
@@ -186,10 +206,16 @@ class PostingsMirror:
         self._install(postings, version, time.monotonic() - start)
         return postings
 
-    def record(self, changes: Sequence[Change]) -> None:
-        """Apply a committed write's row changes (and keep them for a read under way)."""
+    def record(self, changes: Sequence[Change], conn: sqlite3.Connection) -> None:
+        """Apply a committed write's row changes (and keep them for a read under way).
+
+        Postings already behind another connection's write are dropped instead:
+        they are read again at the next search.
+        """
         if self._reading is not None:
             self._reading.replay.extend(changes)
+        if self._postings is not None and self._version != _data_version(conn):
+            self._postings = None
         if self._postings is not None:
             _apply(self._postings, changes)
 

@@ -32,10 +32,10 @@ class CorpusStats:
     """For each query term, how many documents hold it."""
 
     def idf(self, term: str) -> float:
-        """FTS5's inverse document frequency of ``term`` (never below 1e-6)."""
+        """FTS5's inverse document frequency of ``term`` (1e-6 where it would be 0 or less)."""
         held = self.document_frequency.get(term, 0)
         value = math.log((self.rows - held + 0.5) / (held + 0.5))
-        return max(value, _MIN_IDF)
+        return value if value > 0 else _MIN_IDF
 
 
 def bm25_score(terms: Sequence[str], document_terms: str, stats: CorpusStats) -> float:
@@ -82,7 +82,7 @@ def bm25_scorer(terms: Sequence[str], stats: CorpusStats) -> Callable[[str], flo
         for term, idf in weights:
             held = tokens.count(term)
             if held:
-                total += idf * held * (_K1 + 1) / (held + norm)
+                total += idf * ((held * (_K1 + 1)) / (held + norm))
         return total
 
     return score

@@ -273,7 +273,7 @@ class SqliteLexicalIndex:
     def _apply_changes(self) -> None:
         """Give the committed transaction's row changes to the in-memory postings."""
         changes, self._changes = self._changes, []
-        self._postings.record(changes)
+        self._postings.record(changes, self._conn)
 
     # -- writes ---------------------------------------------------------------------
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
 
-from cogito_lc.retrievers import SqliteLexicalIndex
+from cogito_lc.retrievers import SqliteLexicalIndex, _fts_postings
 from cogito_lc.retrievers._fts_postings import Postings
 from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score
 
@@ -42,14 +43,15 @@ def pair(tmp_path: Path) -> Iterator[tuple[SqliteLexicalIndex, SqliteLexicalInde
     sql.close()
 
 
-def _ranked(index: SqliteLexicalIndex, query: str) -> list[tuple[str | None, float]]:
-    return [(doc.id, score) for doc, score in index.search(query, k=400)]
+def _ranked(index: SqliteLexicalIndex, query: str, k: int = 400) -> list[tuple[str | None, float]]:
+    return [(doc.id, score) for doc, score in index.search(query, k=k)]
 
 
 def _wait_until_ready(index: SqliteLexicalIndex) -> None:
     deadline = time.monotonic() + 10
     while not index.postings_ready:
         assert time.monotonic() < deadline, "the postings were never read"
+        index.search("pottery", k=1)  # a read starts at a search, at a bounded rate
         time.sleep(0.01)
 
 
@@ -58,8 +60,16 @@ def _assert_same_ranking(memory: SqliteLexicalIndex, sql: SqliteLexicalIndex) ->
     for query in QUERIES:
         in_memory, in_sql = _ranked(memory, query), _ranked(sql, query)
         assert dict(in_memory) == pytest.approx(dict(in_sql), rel=1e-9), query
+        for k in (1, 5, 10):  # the same rows in the same order, ties at the cut included
+            assert _ranked(memory, query, k) == _ranked(sql, query, k), (query, k)
         scores = [score for _, score in in_memory]
         assert scores == sorted(scores, reverse=True)
+
+
+def _rowid(index: SqliteLexicalIndex, doc_id: str) -> int | None:
+    with sqlite3.connect(index.path) as conn:
+        row = conn.execute("SELECT rowid FROM docs WHERE id = ?", (doc_id,)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def test_postings_score_as_the_python_bm25() -> None:
@@ -93,7 +103,12 @@ def test_in_memory_search_equals_fts5_through_upserts_replacements_and_deletes(
     _assert_same_ranking(memory, sql)
     memory.upsert([_doc(rng, f"d{i}") for i in range(0, 300, 7)])  # replaced texts
     memory.delete([f"d{i}" for i in range(1, 300, 5)])
-    memory.upsert([_doc(rng, f"n{i}") for i in range(40)])  # rowids freed above are reused
+    newest = max(range(300), key=lambda i: _rowid(memory, f"d{i}") or -1)
+    rowid = _rowid(memory, f"d{newest}")
+    memory.delete([f"d{newest}"])
+    memory.upsert([_doc(rng, "reused")])  # SQLite gives the freed highest rowid again
+    assert _rowid(memory, "reused") == rowid
+    memory.upsert([_doc(rng, f"n{i}") for i in range(40)])
     _assert_same_ranking(memory, sql)
 
 
@@ -136,12 +151,44 @@ def test_a_write_rolled_back_leaves_the_postings_as_they_were(
             "CREATE TRIGGER refuse BEFORE INSERT ON docs WHEN NEW.text = 'kiln' "
             "BEGIN SELECT RAISE(ABORT, 'refused'); END"
         )
-    assert [doc.id for doc, _ in memory.search("pottery", k=5)] == ["a"]
+    memory.search("pottery", k=1)  # another connection wrote: the postings are read again
+    _wait_until_ready(memory)
     replaced = Document(page_content="glaze", id="a")
     with pytest.raises(sqlite3.IntegrityError, match="refused"):
         memory.upsert([replaced, Document(page_content="kiln", id="b")])
+    assert memory.postings_ready
     hits = memory.search("pottery glaze kiln", k=5)
     assert [(doc.id, doc.page_content) for doc, _ in hits] == [("a", "pottery class")]
+
+
+def test_writes_made_while_the_postings_are_read_are_replayed_on_them(
+    pair: tuple[SqliteLexicalIndex, SqliteLexicalIndex],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory, sql = pair
+    rng = random.Random(11)
+    memory.upsert([_doc(rng, f"d{i}") for i in range(100)])
+    sql.upsert([_doc(rng, "other")])  # another connection wrote: the next search reads again
+    entered, release = threading.Event(), threading.Event()
+
+    class HeldPostings(_fts_postings.Postings):
+        def __init__(self, rows: Iterable[tuple[int, str]] = ()) -> None:
+            entered.set()
+            assert release.wait(10)
+            super().__init__(rows)
+
+    monkeypatch.setattr(_fts_postings, "Postings", HeldPostings)
+    time.sleep(0.2)  # past the spacing after the last read
+    memory.search("pottery", k=1)  # starts the read; its snapshot is taken now
+    assert entered.wait(5)
+    memory.upsert([Document(page_content="kiln kiln pottery", id="late")])
+    memory.delete(["d3", "other"])
+    memory.upsert([_doc(rng, "d5")])
+    release.set()
+    _wait_until_ready(memory)
+    assert _ranked(memory, "kiln pottery", 1) == _ranked(sql, "kiln pottery", 1)
+    assert _ranked(memory, "kiln pottery", 1)[0][0] == "late"
+    _assert_same_ranking(memory, sql)
 
 
 def test_a_reindex_is_searched_in_memory_afterwards(
@@ -154,4 +201,17 @@ def test_a_reindex_is_searched_in_memory_afterwards(
     assert [doc.id for doc, _ in memory.search("pottery", k=5)] == ["z"]
     _wait_until_ready(memory)
     assert [doc.id for doc, _ in memory.search("pottery", k=5)] == ["z"]
+    _assert_same_ranking(memory, sql)
+
+
+def test_a_write_after_another_connections_write_drops_the_stale_postings(
+    pair: tuple[SqliteLexicalIndex, SqliteLexicalIndex],
+) -> None:
+    memory, sql = pair
+    rng = random.Random(13)
+    sql.upsert([_doc(rng, f"d{i}") for i in range(1100)])  # rowids past the first 1,024
+    memory.delete(["d1050"])  # a row the stale postings never held
+    memory.upsert([_doc(rng, "d1060")])
+    assert not memory.postings_ready
+    _wait_until_ready(memory)
     _assert_same_ranking(memory, sql)
