@@ -12,7 +12,6 @@ in the background, then updated with the owner's writes row by row.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import sqlite3
@@ -153,6 +152,11 @@ class Postings:
             self._held = np.concatenate([self._held, np.zeros(grown, dtype=np.bool_)])
 
 
+READ_CHUNK = 100
+"""Rows a background read takes at a time (under a millisecond of work)."""
+READ_PAUSE = 0.003
+"""Seconds a background read pauses between chunks, leaving the interpreter to searches."""
+
 Change = tuple[bool, list[Row]]
 """Rows a committed write added (True) or removed (False)."""
 
@@ -239,17 +243,27 @@ class PostingsMirror:
         self._reading = reading
         thread = threading.Thread(
             target=self._read,
-            args=(reader, itertools.chain(first, cursor), reading),
+            args=(reader, cursor, first, reading),
             name="cogito-lexical-postings",
             daemon=True,
         )
         thread.start()
 
-    def _read(self, reader: sqlite3.Connection, rows: Iterable[Row], reading: _Reading) -> None:
+    def _read(
+        self,
+        reader: sqlite3.Connection,
+        cursor: sqlite3.Cursor,
+        first: list[Row],
+        reading: _Reading,
+    ) -> None:
+        """Read the rows a few at a time, pausing between, so searches keep their pace."""
         start = time.monotonic()
         postings: Postings | None = None
         try:
-            postings = Postings(rows)
+            postings = Postings(first)
+            while (rows := cursor.fetchmany(READ_CHUNK)) and self._reading is reading:
+                postings.add(rows)
+                time.sleep(READ_PAUSE)
         except sqlite3.Error as error:
             logger.warning("lexical postings not read (%s); FTS5 ranks", error)
         finally:
