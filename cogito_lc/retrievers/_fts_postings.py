@@ -162,17 +162,20 @@ Change = tuple[bool, list[Row]]
 
 
 class PostingsMirror:
-    """The postings of an index file, kept current with it; read in the background.
+    """The postings of an index file, kept current with it.
 
     The owner calls every method while holding ``lock`` (the lock its writes
     hold for a whole transaction) and reports each committed write's row
     changes (:meth:`record`). :meth:`current` gives the postings when they are
     current with the file (no other connection has written since they were
-    read) and else starts reading them on a thread with a connection of its
-    own, at most once per ``spacing`` times the last read's duration; the owner
-    ranks in SQL meanwhile. A read's snapshot starts while the owner holds the
-    lock, so the writes committed after it are exactly those recorded while it
-    runs: they are replayed on the read postings before they are used.
+    read). The first time, it reads them at once (:meth:`load`; a file the
+    owner has just created starts empty, :meth:`start_empty`). After that, when
+    another connection has written, it starts reading them again on a thread
+    with a connection of its own, in paced chunks, at most once per ``spacing``
+    times the last read's duration, and the owner ranks in SQL meanwhile. Such
+    a read's snapshot starts while the owner holds the lock, so the writes
+    committed after it are exactly those recorded while it runs: they are
+    replayed on the read postings before they are used.
     """
 
     def __init__(
@@ -186,12 +189,15 @@ class PostingsMirror:
         self._version = -1
         self._reading: _Reading | None = None
         self._last_read = (float("-inf"), 0.0)
+        self._read_once = False
 
     def current(self, conn: sqlite3.Connection) -> Postings | None:
         """The postings if current with the file, else None (and a read is started)."""
         version = _data_version(conn)
         if self._postings is not None and self._version == version:
             return self._postings
+        if not self._read_once:
+            return self.load(conn)
         read_at, seconds = self._last_read
         if self._reading is None and time.monotonic() - read_at >= self._spacing * seconds:
             self._start(version)
@@ -200,6 +206,16 @@ class PostingsMirror:
     def is_current(self, conn: sqlite3.Connection) -> bool:
         """Whether the postings are read and current with the file."""
         return self._postings is not None and self._version == _data_version(conn)
+
+    def start_empty(self, conn: sqlite3.Connection) -> None:
+        """Start from no postings if the file holds no rows (the owner just created it)."""
+        if conn.execute("SELECT NOT EXISTS (SELECT 1 FROM docs)").fetchone()[0]:
+            self._install(Postings(), _data_version(conn), 0.0)
+
+    def replace(self, rows: Iterable[Row], conn: sqlite3.Connection) -> None:
+        """Start from exactly these rows: the owner has just replaced the file's content."""
+        self._reading = None
+        self._install(Postings(rows), _data_version(conn), 0.0)
 
     def load(self, conn: sqlite3.Connection) -> Postings:
         """Read the postings now, in this thread, and use them from now on."""
@@ -281,6 +297,7 @@ class PostingsMirror:
                 self._install(postings, reading.version, seconds)
 
     def _install(self, postings: Postings, version: int, seconds: float) -> None:
+        self._read_once = True
         self._postings = postings
         self._version = version
         self._last_read = (time.monotonic(), seconds)

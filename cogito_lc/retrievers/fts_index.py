@@ -61,13 +61,14 @@ class SqliteLexicalIndex:
     index's postings held in memory (``postings_in_memory``, on by default): the
     same ``bm25()`` numbers, exact at any size, in well under a millisecond at
     10,000 memories where FTS5 takes several (it scores every matching row in
-    SQL). The first such search starts reading the postings from the file on
-    a thread (about 80 ms per 10,000 memories, 1 MB of memory per 1,000;
-    :meth:`load_postings` reads them at once); they then follow this object's
-    own writes row by row, and are read again the same way after another
-    process writes to the file, at most once per ``REBUILD_SPACING`` times the
-    last read's duration. Until they are current, and for filtered searches,
-    FTS5 ranks (:attr:`postings_ready` tells which).
+    SQL). The first such search reads the postings from the file (about 80 ms
+    per 10,000 memories, 1 MB of memory per 1,000; :meth:`load_postings` reads
+    them ahead; a file this object created starts with none); they then follow
+    this object's own writes row by row. After another process writes to the
+    file they are read again on a thread, in paced chunks, at most once per
+    ``REBUILD_SPACING`` times the last read's duration; until they are
+    current, and for filtered searches, FTS5 ranks (:attr:`postings_ready`
+    tells which).
 
     An FTS5 query's cost is bounded: when its terms hold more than
     ``posting_budget`` postings in all, the candidates come from the rarest terms
@@ -131,6 +132,8 @@ class SqliteLexicalIndex:
         self._postings = PostingsMirror(
             self.path, self._lock, timeout=timeout, spacing=REBUILD_SPACING
         )
+        if self.rebuild_reason is not None:
+            self._postings.start_empty(self._conn)
 
     # -- opening and recovery -----------------------------------------------------
 
@@ -232,6 +235,7 @@ class SqliteLexicalIndex:
             self._stats_cache.clear()
             self._postings.drop()
             self._conn = self._connect()
+            self._postings.start_empty(self._conn)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -240,7 +244,7 @@ class SqliteLexicalIndex:
             self._conn.close()
 
     def load_postings(self) -> None:
-        """Read the postings into memory now (else the first unfiltered search starts it)."""
+        """Read the postings into memory now (else the first unfiltered search reads them)."""
         with self._lock:
             self._postings.load(self._conn)
 
@@ -339,18 +343,20 @@ class SqliteLexicalIndex:
 
     def reindex(self, documents: Iterable[Document]) -> None:
         """Replace the whole content of the index with ``documents`` in one transaction."""
-        with self._transaction() as conn:
-            conn.execute("DELETE FROM docs")
-            conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-            conn.execute("DELETE FROM pending")
-            seen: set[str] = set()
-            for doc in documents:
-                if doc.id and doc.id not in seen:
-                    seen.add(doc.id)
-                    self._insert(conn, doc.id, doc)
-            self._changes = []
-            self._postings.drop()
-        self.rebuild_reason = None
+        with self._lock:
+            with self._transaction() as conn:
+                conn.execute("DELETE FROM docs")
+                conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+                conn.execute("DELETE FROM pending")
+                seen: set[str] = set()
+                for doc in documents:
+                    if doc.id and doc.id not in seen:
+                        seen.add(doc.id)
+                        self._insert(conn, doc.id, doc)
+                rows = [row for _, added in self._changes for row in added]
+                self._changes = []
+            self._postings.replace(rows, self._conn)
+            self.rebuild_reason = None
 
     # -- reads ----------------------------------------------------------------------
 

@@ -127,18 +127,24 @@ def test_a_write_by_another_connection_is_seen_by_the_next_search(
     _assert_same_ranking(memory, sql)
 
 
-def test_the_first_search_ranks_in_fts5_and_starts_reading_the_postings(tmp_path: Path) -> None:
+def test_the_first_search_reads_the_postings_and_a_new_file_starts_with_none(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "lexical.sqlite3"
     writer = SqliteLexicalIndex(path)
+    assert writer.postings_ready  # created here: empty postings, kept by its writes
     rng = random.Random(5)
     writer.upsert([_doc(rng, f"d{i}") for i in range(200)])
+    assert writer.postings_ready
     reader = SqliteLexicalIndex(path)
     assert not reader.postings_ready
     first = _ranked(reader, QUERIES[0])
-    _wait_until_ready(reader)
-    assert dict(_ranked(reader, QUERIES[0])) == pytest.approx(dict(first), rel=1e-9)
-    writer.close()
-    reader.close()
+    assert reader.postings_ready
+    sql = SqliteLexicalIndex(path, postings_in_memory=False)
+    assert first == _ranked(sql, QUERIES[0])
+    assert _ranked(writer, QUERIES[0]) == first
+    for index in (writer, reader, sql):
+        index.close()
 
 
 def test_a_write_rolled_back_leaves_the_postings_as_they_were(
@@ -197,9 +203,7 @@ def test_a_reindex_is_searched_in_memory_afterwards(
     memory, sql = pair
     memory.upsert([Document(page_content="pottery class", id="a")])
     memory.reindex([Document(page_content="kiln pottery", id="z")])
-    assert not memory.postings_ready
-    assert [doc.id for doc, _ in memory.search("pottery", k=5)] == ["z"]
-    _wait_until_ready(memory)
+    assert memory.postings_ready
     assert [doc.id for doc, _ in memory.search("pottery", k=5)] == ["z"]
     _assert_same_ranking(memory, sql)
 
