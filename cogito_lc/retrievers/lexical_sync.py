@@ -181,6 +181,17 @@ class LexicalSync:
 
     # -- consistency ----------------------------------------------------------------
 
+    def warm_up(self) -> None:
+        """Start up now and read what the index ranks from in memory, before the first search.
+
+        A :class:`~cogito_lc.retrievers.SqliteLexicalIndex` reads its postings
+        (about 80 ms per 10,000 memories) that the first search would read otherwise.
+        """
+        self.ensure_current()
+        load = getattr(self.index, "load_postings", None)
+        if load is not None and getattr(self.index, "postings_in_memory", False):
+            self._guarded(load)
+
     def ensure_current(self) -> None:
         """Start up (recover, rebuild) once, then check the counts at most once per interval."""
         if getattr(self.index, "mirrors_store", False):

@@ -60,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from starlette.responses import JSONResponse
 
 from cogito_lc._core.timestamps import parse_since
+from cogito_lc.retrievers.lexical_sync import lexical_sync_for
 from cogito_lc.service._schemas import (
     ID_MAX_CHARS,
     ID_PATTERN,
@@ -565,4 +566,7 @@ def run_stdio(service: MemoryService, **options: Any) -> None:
     embeddings = service.memory.vectorstore.embeddings
     if embeddings is not None:  # load the model before the first call
         embeddings.embed_query("warm up")
+    sync = lexical_sync_for(service.memory.vectorstore)
+    if sync is not None:  # and the lexical index's in-memory postings
+        sync.warm_up()
     server.run("stdio")

@@ -72,6 +72,7 @@ from pydantic import BaseModel
 from cogito_lc import __version__
 from cogito_lc._core.postgres import DatabaseSetupError, redact_url
 from cogito_lc.memory.memory_store import MemoryStore
+from cogito_lc.retrievers.lexical_sync import lexical_sync_for
 from cogito_lc.service._guard import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -517,6 +518,12 @@ def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
                 await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
             except Exception as exc:  # requests report it as 502/503
                 logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
+        sync = lexical_sync_for(memory.vectorstore)
+        if sync is not None:  # the lexical index's start-up and in-memory postings
+            try:
+                await anyio.to_thread.run_sync(sync.warm_up)
+            except Exception as exc:  # the first recall tries again and reports it
+                logger.warning("lexical warm-up failed (%s); serving anyway", type(exc).__name__)
         mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
         if mcp_endpoint is None:
             yield

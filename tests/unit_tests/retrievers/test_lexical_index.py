@@ -346,3 +346,21 @@ def test_covers_all_reads_the_scope_column_indexes(sqlite_index: SqliteLexicalIn
     sqlite_index.delete(["loose"])
     sqlite_index.upsert([DOCS[1]])
     assert sqlite_index.covers_all({"user_id": "a"}) is False
+
+
+def test_warm_up_starts_the_index_and_reads_its_postings_before_any_search(
+    persistent: Chroma,
+) -> None:
+    sync = LexicalSync(persistent)
+    persistent.add_texts(["kiln note", "glaze note"], ids=["k", "g"])
+    sync.reindex()
+    sync.index.close()  # type: ignore[attr-defined]
+
+    restarted = LexicalSync(_reopen(persistent))
+    index = restarted.index
+    assert isinstance(index, SqliteLexicalIndex)
+    assert not index.postings_ready
+    restarted.warm_up()
+    assert index.postings_ready
+    assert _ids(restarted.search("kiln", k=2)) == ["k"]
+    index.close()

@@ -23,6 +23,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import ValidationError
 
 from cogito_lc import FactExtractor, MemoryStore
+from cogito_lc.retrievers import SqliteLexicalIndex, lexical_sync_for
 from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
 from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
 from cogito_lc.service._schemas import CalibrateRequest, SnapshotBuildRequest, request_models
@@ -602,3 +603,17 @@ def test_the_published_threshold_range_is_kept(client: TestClient) -> None:
     ]
     assert floors
     assert all((f["minimum"], f["maximum"]) == (-1.0, 1.0) for f in floors)
+
+
+def test_start_up_reads_the_lexical_postings_of_a_persistent_store(
+    tmp_path: Path, embeddings: HashEmbeddings
+) -> None:
+    directory = str(tmp_path / "chroma")
+    MemoryStore(Chroma("warm", embeddings, persist_directory=directory)).store("kiln at 1200 C")
+    store = Chroma("warm", embeddings, persist_directory=directory)  # as a restarted server
+    index = lexical_sync_for(store).index  # type: ignore[union-attr]
+    assert isinstance(index, SqliteLexicalIndex)
+    assert not index.postings_ready
+    app = create_app(_settings(tmp_path), memory=MemoryStore(store))
+    with TestClient(app):
+        assert index.postings_ready
