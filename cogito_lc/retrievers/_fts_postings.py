@@ -4,7 +4,7 @@ FTS5's ``bm25()`` is evaluated row by row in SQL: a query made of common
 words costs about a microsecond per matching row (several milliseconds at
 10,000 memories). :class:`Postings` holds the same postings (term, row, count)
 and row lengths in memory and ranks with numpy, to the number ``bm25()`` gives
-(same formula and corpus statistics as :mod:`~cogito_lc.retrievers._fts_ranking`).
+(the formula and constants of :mod:`~cogito_lc.retrievers._fts_ranking`).
 :class:`PostingsMirror` keeps them current with the index file for its owner,
 :class:`~cogito_lc.retrievers.SqliteLexicalIndex`: read from the ``docs`` table
 in the background, then updated with the owner's writes row by row.
@@ -13,7 +13,6 @@ in the background, then updated with the owner's writes row by row.
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import threading
 import time
@@ -23,13 +22,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from cogito_lc.retrievers._fts_ranking import K1, B, fts5_idf
+
 __all__ = ["Change", "Postings", "PostingsMirror", "Row"]
 
 logger = logging.getLogger(__name__)
-
-_K1 = 1.2
-_B = 0.75
-_MIN_IDF = 1e-6
 
 Row = tuple[int, str]
 """A row of the index: its rowid and its terms, separated by single spaces."""
@@ -133,16 +130,13 @@ class Postings:
                 continue
             rowids = np.fromiter(held.keys(), dtype=np.int64, count=len(held))
             counts = np.fromiter(held.values(), dtype=np.float64, count=len(held))
-            norm = _K1 * (1 - _B + _B * self._lengths[rowids] / average) if average else _K1
+            norm = K1 * (1 - B + B * self._lengths[rowids] / average) if average else K1
+            idf = fts5_idf(self.rows, len(held))
             rowid_parts.append(rowids)
-            weight_parts.append(self._idf(len(held)) * ((counts * (_K1 + 1)) / (counts + norm)))
+            weight_parts.append(idf * ((counts * (K1 + 1)) / (counts + norm)))
         if not rowid_parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return np.concatenate(rowid_parts), np.concatenate(weight_parts)
-
-    def _idf(self, held: int) -> float:
-        value = math.log((self.rows - held + 0.5) / (held + 0.5))
-        return value if value > 0 else _MIN_IDF
 
     def _grow(self, rowid: int) -> None:
         if rowid >= len(self._lengths):

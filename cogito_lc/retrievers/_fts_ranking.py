@@ -13,11 +13,30 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CorpusStats", "bm25_score", "bm25_scorer", "rarest_terms"]
+__all__ = ["K1", "B", "CorpusStats", "bm25_score", "bm25_scorer", "fts5_idf", "rarest_terms"]
 
-_K1 = 1.2
-_B = 0.75
+K1 = 1.2
+"""FTS5's ``bm25()`` term-frequency saturation."""
+B = 0.75
+"""FTS5's ``bm25()`` length normalisation."""
 _MIN_IDF = 1e-6
+
+
+def fts5_idf(rows: int, held: int) -> float:
+    """FTS5's inverse document frequency of a term ``held`` by that many of ``rows`` rows.
+
+    1e-6 where the formula gives 0 or less, as ``bm25()`` does.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers._fts_ranking import fts5_idf
+
+        assert fts5_idf(10, 1) > fts5_idf(10, 3) > 0
+        assert fts5_idf(10, 9) == 1e-6
+        ```
+    """
+    value = math.log((rows - held + 0.5) / (held + 0.5))
+    return value if value > 0 else _MIN_IDF
 
 
 @dataclass(frozen=True)
@@ -33,9 +52,7 @@ class CorpusStats:
 
     def idf(self, term: str) -> float:
         """FTS5's inverse document frequency of ``term`` (1e-6 where it would be 0 or less)."""
-        held = self.document_frequency.get(term, 0)
-        value = math.log((self.rows - held + 0.5) / (held + 0.5))
-        return value if value > 0 else _MIN_IDF
+        return fts5_idf(self.rows, self.document_frequency.get(term, 0))
 
 
 def bm25_score(terms: Sequence[str], document_terms: str, stats: CorpusStats) -> float:
@@ -77,12 +94,12 @@ def bm25_scorer(terms: Sequence[str], stats: CorpusStats) -> Callable[[str], flo
 
     def score(document_terms: str) -> float:
         tokens = document_terms.split()
-        norm = _K1 * (1 - _B + _B * len(tokens) / average) if average else _K1
+        norm = K1 * (1 - B + B * len(tokens) / average) if average else K1
         total = 0.0
         for term, idf in weights:
             held = tokens.count(term)
             if held:
-                total += idf * ((held * (_K1 + 1)) / (held + norm))
+                total += idf * ((held * (K1 + 1)) / (held + norm))
         return total
 
     return score

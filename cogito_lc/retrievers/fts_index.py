@@ -244,7 +244,12 @@ class SqliteLexicalIndex:
             self._conn.close()
 
     def load_postings(self) -> None:
-        """Read the postings into memory now (else the first unfiltered search reads them)."""
+        """Read the postings into memory now (else the first unfiltered search reads them).
+
+        Nothing to do with ``postings_in_memory`` off.
+        """
+        if not self.postings_in_memory:
+            return
         with self._lock:
             self._postings.load(self._conn)
 

@@ -189,7 +189,7 @@ class LexicalSync:
         """
         self.ensure_current()
         load = getattr(self.index, "load_postings", None)
-        if load is not None and getattr(self.index, "postings_in_memory", False):
+        if load is not None:
             self._guarded(load)
 
     def ensure_current(self) -> None:
