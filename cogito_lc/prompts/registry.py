@@ -13,6 +13,8 @@ one-line description):
   so place it directly before the line that follows it.
 - ``pointer_filter``: picks relevant candidates by number only
   (variables ``query``, ``candidates``).
+- ``supersession``: says by number which stored memories a new memory supersedes
+  or repeats, for ``SupersessionJudge`` (variables ``memory``, ``candidates``).
 - ``snapshot``: condenses memories into a Markdown index, for
   ``SnapshotBuilder(mode="summary")`` (variables ``memories``; optional ``max_words``).
 - ``snapshot_pointer``: groups numbered memories under topic headings, by number
@@ -252,6 +254,24 @@ candidates, ordered from most to least relevant. Use only numbers listed above, 
 most once. If no candidate is relevant, output {{"ids": []}}.
 Examples: {{"ids": [2]}}   or   {{"ids": [3, 1]}}   or   {{"ids": []}}"""
 
+_SUPERSESSION = """\
+A new memory is being saved. Compare it with the stored memories below.
+
+New memory: {memory}
+
+Stored memories:
+{candidates}
+
+For each stored memory, decide:
+- SUPERSEDES: the same subject with a new value, so the stored memory is now out \
+of date. Example: "I moved to Denver" supersedes "I live in Austin".
+- REPEATS: the new memory states the same fact again.
+- Neither: it is about something else. Leave it out.
+
+Output ONLY a JSON object with the numbers of the stored memories, each number in at \
+most one list. If none applies, output {{"supersedes": [], "repeats": []}}.
+Examples: {{"supersedes": [2], "repeats": []}}   or   {{"supersedes": [], "repeats": [1]}}"""
+
 _SNAPSHOT = """\
 You are writing a compact index of an agent's long-term memory. It is read at the \
 start of every session so the agent knows what it can recall.
@@ -315,6 +335,12 @@ _BUILTINS: dict[str, _Builtin] = {
         "2",
         "Select relevant candidates by number only, most relevant first.",
         PromptContract(frozenset({"query", "candidates"})),
+    ),
+    "supersession": _Builtin(
+        _SUPERSESSION,
+        "1",
+        "Say by number which stored memories a new memory supersedes or repeats.",
+        PromptContract(frozenset({"memory", "candidates"})),
     ),
     "snapshot": _Builtin(
         _SNAPSHOT,
@@ -418,8 +444,8 @@ class PromptRegistry:
         """Return the built-in prompt shipped under ``name``, ignoring any override.
 
         Args:
-            name: One of ``fact_extraction``, ``pointer_filter``, ``snapshot``,
-                ``snapshot_pointer``, ``calibrate``.
+            name: One of ``fact_extraction``, ``pointer_filter``, ``supersession``,
+                ``snapshot``, ``snapshot_pointer``, ``calibrate``.
 
         Returns:
             A fresh copy of the built-in entry.

@@ -31,6 +31,7 @@ from cogito_lc.prompts import registry as prompts
 BUILTIN_VARIABLES = {
     "fact_extraction": {"text", "context_section", "max_facts"},
     "pointer_filter": {"query", "candidates"},
+    "supersession": {"memory", "candidates"},
     "snapshot": {"memories", "max_words"},
     "snapshot_pointer": {"memories"},
     "calibrate": {"corpus", "max_terms"},
