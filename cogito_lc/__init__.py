@@ -14,6 +14,14 @@ from cogito_lc.document_compressors.pointer_filter import (
     PointerFilterBuilder,
     PointerOutputParser,
 )
+from cogito_lc.document_compressors.supersession import (
+    SUPERSESSION_EVENT,
+    SupersessionDecision,
+    SupersessionInput,
+    SupersessionJudge,
+    SupersessionJudgeBuilder,
+    SupersessionMethod,
+)
 from cogito_lc.embeddings.local import local_embeddings
 from cogito_lc.extraction.fact_extractor import (
     Fact,
@@ -56,6 +64,7 @@ __all__ = [
     "FILTER_EVENT",
     "METADATA_KEY",
     "RETRIEVAL_EVENT",
+    "SUPERSESSION_EVENT",
     "AddResult",
     "CalibrationResult",
     "CogitoRetriever",
@@ -85,6 +94,11 @@ __all__ = [
     "Snapshot",
     "SnapshotBuilder",
     "StructuredOutputMode",
+    "SupersessionDecision",
+    "SupersessionInput",
+    "SupersessionJudge",
+    "SupersessionJudgeBuilder",
+    "SupersessionMethod",
     "VocabCalibrator",
     "__version__",
     "load_snapshot",

@@ -46,6 +46,13 @@ tag of the whole run.
   refused, HTTP 5xx or 429), ``fallback_timeout``, ``fallback_parse_error`` or
   ``fallback_error`` when it could not be, and the candidates come back in their
   original (stage-1) order; ``skipped_empty`` when there was nothing to filter.
+- :class:`~cogito_lc.SupersessionJudge` (:class:`~cogito_lc.SupersessionMethod`;
+  :class:`~cogito_lc.SupersessionDecision` and the event
+  :data:`~cogito_lc.SUPERSESSION_EVENT`; it writes no metadata): ``judged`` when the
+  model's answer was used (its lists may be empty); ``fallback_no_llm``,
+  ``fallback_unreachable``, ``fallback_timeout``, ``fallback_parse_error`` or
+  ``fallback_error`` when it could not be, and nothing is superseded or repeated;
+  ``skipped_empty`` when there was no candidate (no model call).
 - :class:`~cogito_lc.CogitoRetriever` (``method`` in this dict and the event
   :data:`~cogito_lc.RETRIEVAL_EVENT`): stage 1's tag and stage 2's joined by ``|``.
   Stage 2's is a filter tag when the model was asked, else ``skipped_confident``

@@ -1,8 +1,10 @@
-"""``PointerFilter``: a chat model picks candidates by number; stored documents come back.
+"""``PointerFilter`` and ``SupersessionJudge``: a chat model answers by number only.
 
-With its pointer parsing and call deadlines. May import :mod:`cogito_lc.prompts` and
-:mod:`cogito_lc._core`; knows nothing of extraction, retrievers, memory, the service or
-the CLI.
+``PointerFilter`` picks relevant candidates; ``SupersessionJudge`` says which stored
+memories a new memory supersedes or repeats. Both return the stored documents
+themselves. With their pointer parsing and call deadlines. May import
+:mod:`cogito_lc.prompts` and :mod:`cogito_lc._core`; knows nothing of extraction,
+retrievers, memory, the service or the CLI.
 """
 
 from __future__ import annotations
@@ -15,12 +17,26 @@ from cogito_lc.document_compressors.pointer_filter import (
     PointerFilterBuilder,
     PointerOutputParser,
 )
+from cogito_lc.document_compressors.supersession import (
+    SUPERSESSION_EVENT,
+    SupersessionDecision,
+    SupersessionInput,
+    SupersessionJudge,
+    SupersessionJudgeBuilder,
+    SupersessionMethod,
+)
 
 __all__ = [
     "FILTER_EVENT",
+    "SUPERSESSION_EVENT",
     "FilterMethod",
     "FilterResult",
     "PointerFilter",
     "PointerFilterBuilder",
     "PointerOutputParser",
+    "SupersessionDecision",
+    "SupersessionInput",
+    "SupersessionJudge",
+    "SupersessionJudgeBuilder",
+    "SupersessionMethod",
 ]

@@ -1,10 +1,14 @@
 """The verbs every LLM-facing component's builder shares.
 
 Each builder (``LlmExtractor.builder(llm)``, ``FactExtractor.builder(llm)``,
-``PointerFilter.builder(llm)``) starts from a chat model, collects settings with
-``.prompt(...)``, ``.registry(...)``, ``.model(...)``, ``.structured_output(...)`` and
-``.name(...)`` (plus the component's own verbs), and ``.build()`` hands them to the
-component's ``from_llm(llm, *, prompt=None, registry=None, **fields)``.
+``PointerFilter.builder(llm)``, ``SupersessionJudge.builder(llm)``) starts from a chat
+model, collects settings with ``.prompt(...)``, ``.registry(...)``, ``.model(...)``,
+``.structured_output(...)`` and ``.name(...)`` (plus the component's own verbs), and
+``.build()`` hands them to the component's
+``from_llm(llm, *, prompt=None, registry=None, **fields)``. Each builder lives beside
+its component (``SupersessionJudgeBuilder`` in
+:mod:`cogito_lc.document_compressors.supersession`), since this layer cannot import
+the components.
 
 Example:
     ```python

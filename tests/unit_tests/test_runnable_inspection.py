@@ -29,6 +29,7 @@ from cogito_lc import (
     PointerOutputParser,
     RecallB,
     SnapshotBuilder,
+    SupersessionJudge,
 )
 
 
@@ -51,6 +52,7 @@ FACTORIES: dict[str, Callable[[Chroma], Runnable[Any, Any]]] = {
     "PointerOutputParser": lambda _: PointerOutputParser(shown=5),
     "RecallB": lambda store: RecallB(vectorstore=store),
     "SnapshotBuilder": lambda _: SnapshotBuilder.from_llm(None),
+    "SupersessionJudge": lambda _: SupersessionJudge.from_llm(_llm()),
 }
 
 # Runnables an agent can call as a tool without extra arguments: a string or typed fields.
