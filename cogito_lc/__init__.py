@@ -43,6 +43,7 @@ from cogito_lc.memory.calibrate import CalibrationResult, VocabCalibrator
 from cogito_lc.memory.loaders import markdown_memories
 from cogito_lc.memory.memory_store import (
     AddResult,
+    ForgetResult,
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
@@ -67,6 +68,7 @@ __all__ = [
     "SUPERSESSION_EVENT",
     "AddResult",
     "CalibrationResult",
+    "ForgetResult",
     "CogitoRetriever",
     "ExtractionMethod",
     "ExtractionResult",

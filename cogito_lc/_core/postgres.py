@@ -519,6 +519,30 @@ class PostgresAdapter(BatchedSearchAdapter):
                 [list(ids)],
             )
 
+    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        """Merge the keys into each row's JSON metadata in one transaction (text untouched)."""
+        if any(key in COLUMNS for keys in updates.values() for key in keys):
+            msg = f"set_metadata sets JSON metadata keys only, not the columns {COLUMNS}."
+            raise ValueError(msg)
+        with self.database.transaction() as conn:
+            for doc_id in sorted(updates):  # one lock order: concurrent updates never deadlock
+                conn.execute(
+                    f"UPDATE {self.table} SET langchain_metadata = "  # noqa: S608
+                    "coalesce(langchain_metadata, '{}'::jsonb) || %s::jsonb WHERE id = %s",
+                    [json.dumps(dict(updates[doc_id])), doc_id],
+                )
+        return self.get(list(updates))
+
+    def recent(self, limit: int) -> list[Document]:
+        if limit <= 0:
+            return []
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM {self.table} ORDER BY seq DESC LIMIT %s",  # noqa: S608
+                [limit],
+            ).fetchall()
+        return [row_document(row) for row in reversed(rows)]
+
     def add_new(self, documents: Sequence[Document]) -> set[str]:
         """Insert these documents in one statement; ids already held are left as they are.
 

@@ -231,6 +231,38 @@ class StoreAdapter:
         """The directory the store writes to, or None (not persistent, or not known)."""
         return None
 
+    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        """Set metadata keys on stored documents, leaving their text and other keys as stored.
+
+        Args:
+            updates: The keys to set, by document id; ids the store does not hold are skipped.
+
+        Returns:
+            The documents as they are now stored.
+
+        Here each document is written again under its id (re-embedded, with the
+        same text); adapters that can change metadata in place do so.
+        """
+        documents = self._merged(updates)
+        if documents:
+            self.store.add_documents(documents, ids=[doc.id or "" for doc in documents])
+        return documents
+
+    def recent(self, limit: int) -> list[Document]:
+        """The latest ``limit`` documents written, oldest first (none where unknown)."""
+        return []
+
+    def _merged(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        held = self.get(list(updates))
+        return [
+            Document(
+                page_content=doc.page_content,
+                metadata={**doc.metadata, **updates[doc.id or ""]},
+                id=doc.id,
+            )
+            for doc in held
+        ]
+
     # -- searches -----------------------------------------------------------------
 
     def search_by_vectors(
@@ -383,6 +415,17 @@ class InMemoryAdapter(StoreAdapter):
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         return [doc.id or "" for doc in self._matching(where)]
 
+    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        documents = self._merged(updates)
+        for doc in documents:
+            row = held.store[doc.id or ""]
+            row["metadata"] = dict(doc.metadata)
+        return documents
+
+    def recent(self, limit: int) -> list[Document]:
+        return self._matching(None)[-limit:] if limit > 0 else []
+
     def scored_search(
         self, text: str, k: int, where: Mapping[str, Any] | None = None
     ) -> list[ScoredDocument]:
@@ -459,6 +502,21 @@ class ChromaAdapter(BatchedSearchAdapter):
     def delete(self, ids: list[str]) -> None:
         if ids:
             self.collection.delete(ids=ids)
+
+    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        """Set the keys in place (``collection.update``): no re-embedding, text untouched."""
+        documents = self._merged(updates)
+        if documents:
+            self.collection.update(
+                ids=[doc.id for doc in documents], metadatas=[doc.metadata for doc in documents]
+            )
+        return documents
+
+    def recent(self, limit: int) -> list[Document]:
+        if limit <= 0:
+            return []
+        total = int(self.collection.count())
+        return self.page(None, limit, max(0, total - limit))
 
     def persist_directory(self) -> Path | None:
         settings = self.store._client.get_settings()  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from cogito_lc.memory.calibrate import CalibrationResult, VocabCalibrator
 from cogito_lc.memory.loaders import markdown_memories
 from cogito_lc.memory.memory_store import (
     AddResult,
+    ForgetResult,
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
@@ -23,6 +24,7 @@ from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
 __all__ = [
     "AddResult",
     "CalibrationResult",
+    "ForgetResult",
     "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",

@@ -6,11 +6,11 @@ import builtins
 import logging
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -18,6 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
+from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.postgres import PostgresDatabase, open_postgres_store
 from cogito_lc._core.stores import (
     ChromaAdapter,
@@ -26,9 +27,24 @@ from cogito_lc._core.stores import (
     adapter_for,
     check_filterable,
 )
+from cogito_lc._core.timestamps import parse_since
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
+from cogito_lc._core.versions import (
+    SUPERSEDES_KEY,
+    VERSION_KEYS,
+    check_as_of,
+    is_superseded,
+    supersedes_value,
+    version_filter,
+)
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
+from cogito_lc.memory._forget import ForgetResult, audit_record, audit_text, forget_subject
+from cogito_lc.memory._versions import (
+    incomplete_supersessions,
+    superseded_marks,
+    version_chain,
+)
 from cogito_lc.memory._vocab_file import load_vocab_map
 from cogito_lc.memory.scope import (
     SCOPE_KEYS,
@@ -40,6 +56,7 @@ from cogito_lc.memory.scope import (
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
 from cogito_lc.memory.state import (
+    SNAPSHOT_FILES,
     ChromaStateStore,
     DirectoryStateStore,
     PostgresStateStore,
@@ -48,9 +65,13 @@ from cogito_lc.memory.state import (
 from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
 
+if TYPE_CHECKING:
+    from cogito_lc.document_compressors.supersession import SupersessionJudge
+
 __all__ = [
     "RESERVED_METADATA_KEYS",
     "AddResult",
+    "ForgetResult",
     "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",
@@ -59,7 +80,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RESERVED_METADATA_KEYS = frozenset(
-    {*SCOPE_KEYS, "created_at", "updated_at", "kind", "importance", "source_id", "cogito"}
+    {
+        *SCOPE_KEYS,
+        *VERSION_KEYS,
+        "created_at",
+        "updated_at",
+        "kind",
+        "importance",
+        "source_id",
+        "cogito",
+    }
 )
 """Metadata keys the store sets itself; user metadata may not use them."""
 
@@ -71,10 +101,27 @@ VERIFY_RECENT_MEMORIES = 2_000
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
 
+_MAX_SEARCH_DEPTH = 1_000
+"""The deepest a plain search reads while leaving out versions the read does not want."""
 _STAGE_ONE_K = 100
 """How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
 _STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"}
 """Keywords of ``as_retriever("recall")`` that configure stage 1; ``k`` is the final count."""
+
+
+@dataclass
+class _Versions:
+    """What a write with supersession did."""
+
+    memories: list[Document] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+
+    @property
+    def method(self) -> str | None:
+        """The judge's tags, one per judged memory, joined by ``,`` when they differ."""
+        return ",".join(dict.fromkeys(self.methods)) or None
 
 
 class MemoryConflictError(ValueError):
@@ -101,12 +148,25 @@ class AddResult:
         source_id: The id of the source text (the id it has, or would have, when
             stored verbatim); every fact carries it as ``source_id``.
         extraction: The extractor's own method tag, when one ran.
+        superseded: Ids of the memories the new ones replaced (they stay stored,
+            marked ``superseded_by``; see :meth:`MemoryStore.history`).
+        repeated: Ids of stored memories the new text only repeated (nothing new
+            was written for those; they are in ``memories``).
+        supersession: The judge's method tag (``judged``, ``skipped_empty``, a
+            ``fallback_*`` tag when it could not be used: then nothing was
+            superseded), or None when no judge was asked.
+        forgotten: Ids forgotten when the text was a forget request
+            (``method="forgotten"``; nothing is stored then).
     """
 
     memories: list[Document]
     method: str
     source_id: str
     extraction: str | None = None
+    superseded: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+    supersession: str | None = None
+    forgotten: list[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -115,7 +175,13 @@ class AddResult:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _timestamp(value: Any) -> str:
+    """A given ``created_at`` as stored: ISO 8601 in UTC."""
+    when = parse_since(value, name="created_at")
+    return when.isoformat(timespec="milliseconds" if when.microsecond else "seconds")
 
 
 class MemoryStore:
@@ -157,10 +223,23 @@ class MemoryStore:
         data_dir: str | Path | None = None,
         verify_index: bool = True,
         state: StateStore | None = None,
+        judge: SupersessionJudge | None = None,
+        supersession_candidates: int = 5,
+        forget_min_cosine: float = 0.3,
+        forget_margin: float = 0.15,
     ) -> None:
-        if max_text_chars < 1 or batch_size < 1:
-            msg = "max_text_chars and batch_size must be >= 1."
+        if max_text_chars < 1 or batch_size < 1 or supersession_candidates < 1:
+            msg = "max_text_chars, batch_size and supersession_candidates must be >= 1."
             raise ValueError(msg)
+        self.judge = judge
+        """Decides which stored memories a new one supersedes or repeats (integers only);
+        None supersedes nothing on write (recall still prefers current facts)."""
+        self.supersession_candidates = supersession_candidates
+        """How many related memories of the scope the judge is shown for a new one."""
+        self.forget_min_cosine = forget_min_cosine
+        """A forget request by query forgets only memories at least this similar to it..."""
+        self.forget_margin = forget_margin
+        """...and at most this far below the most similar one."""
         self.vectorstore = vectorstore
         self.extractor = extractor
         self.scope = as_scope(scope)
@@ -176,6 +255,8 @@ class MemoryStore:
         self.data_dir: Path | None = Path(data_dir) if data_dir else persistent
         """Where the snapshot and the vocabulary map are saved: the Chroma persist
         directory by default; None for in-memory stores (nothing is saved)."""
+        self.forget_log: builtins.list[dict[str, Any]] = []
+        """The audit records of what this object forgot (also kept in ``state``)."""
         self.state: StateStore | None = state
         """Where the snapshot and the vocabulary map are saved: given, or files in
         ``data_dir`` (a table for :meth:`from_database_url`, a collection beside the
@@ -187,13 +268,16 @@ class MemoryStore:
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
+        self._related: dict[Scope, RecallB] = {}
         self._lock = threading.RLock()
         self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
         """The corpus lexical index every write updates (None for stores it cannot follow)."""
-        if verify_index and persistent is not None and _first_use(vectorstore):
-            self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
-            if self._lexical is not None:
-                self._lexical.ensure_current()
+        if verify_index and _first_use(vectorstore):
+            if persistent is not None:
+                self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
+                if self._lexical is not None:
+                    self._lexical.ensure_current()
+            self.complete_supersessions(recent=VERIFY_RECENT_MEMORIES)
 
     @classmethod
     def from_database_url(
@@ -256,6 +340,8 @@ class MemoryStore:
         id: str | None = None,  # noqa: A002 - mirrors the HTTP API field
         metadata: Mapping[str, Any] | None = None,
         scope: ScopeLike = None,
+        created_at: datetime | str | None = None,
+        supersede: bool = False,
     ) -> Document:
         """Write ``text`` verbatim and return the stored document.
 
@@ -263,11 +349,32 @@ class MemoryStore:
         the same memory stored twice in a scope is one document (the first one,
         with its original ``created_at``).
 
+        Args:
+            text: The memory, stored as given.
+            id: The id to store it under (default: a hash of scope and text).
+            metadata: The user's metadata (JSON scalars, no reserved key).
+            scope: The scope to write in instead of the store's.
+            created_at: When the memory was true from (a datetime or ISO 8601
+                string; default now), for importing dated conversations.
+            supersede: Ask the store's ``judge`` which memories of the scope this
+                one supersedes or repeats (see :meth:`add`); a first-person forget
+                request ("Please forget my phone number.") then forgets instead,
+                and the returned document is the request, not stored.
+
         Raises:
             ValueError: On empty or over-long text, metadata that is not JSON
-                scalars or uses a reserved key, or an unknown scope key.
+                scalars or uses a reserved key, an unknown scope key, or a
+                ``created_at`` that is not a timestamp.
         """
-        return self._write([self._prepare(text, id, metadata, as_scope(scope, self.scope))])[0]
+        target = as_scope(scope, self.scope)
+        document = self._prepare(text, id, metadata, target, created_at)
+        if not supersede:
+            return self._write([document])[0]
+        subject = forget_subject(text)
+        if subject is not None:
+            self._forget_request(subject, target)
+            return document
+        return self._write_versions([document], target).memories[0]
 
     def store_many(
         self,
@@ -301,6 +408,8 @@ class MemoryStore:
         context_hints: Sequence[str] = (),
         max_facts: int = 7,
         scope: ScopeLike = None,
+        created_at: datetime | str | None = None,
+        supersede: bool | None = None,
     ) -> AddResult:
         """Extract atomic facts from ``text`` and store each verbatim.
 
@@ -308,12 +417,39 @@ class MemoryStore:
         stores nothing (``method="no_facts"``). Every other way to end without facts
         (model unreachable or failing, reply unparseable, all items invalid) stores the
         text verbatim instead (``method="fallback_verbatim"``).
+
+        With supersession (``supersede``, by default on when the store has a
+        ``judge``), each new memory is shown to the judge with the related
+        memories of the scope (found by RecallB), numbered; the judge answers
+        with numbers only. Memories it supersedes stay stored, byte for byte,
+        and get ``superseded_by`` and ``superseded_at`` (reads leave them out by
+        default; :meth:`history` returns the chain); the new memory records them
+        in ``supersedes``. A memory it merely repeats is not written again. A
+        failed or unparsable answer supersedes nothing (``supersession`` says so).
+
+        A first-person forget request ("Please forget my phone number.") is not
+        stored: the memories it points at are forgotten (:meth:`forget`) and
+        listed in ``forgotten`` (``method="forgotten"``).
+
+        Args:
+            text: The agent output or message.
+            context_hints: Topics the extractor should look for.
+            max_facts: The most facts to extract.
+            scope: The scope to write in instead of the store's.
+            created_at: When the text was said (default now).
+            supersede: Judge supersession (default: when a ``judge`` is set).
         """
         target = as_scope(scope, self.scope)
-        source = self._prepare(text, None, None, target)
+        source = self._prepare(text, None, None, target, created_at)
         source_id = source.id or ""
+        subject = forget_subject(text)
+        if subject is not None:
+            return AddResult(
+                [], "forgotten", source_id, forgotten=self._forget_request(subject, target)
+            )
+        judged = self.judge is not None if supersede is None else supersede
         if self.extractor is None:
-            return AddResult(self._write([source]), "fallback_no_llm", source_id)
+            return self._added([source], "fallback_no_llm", source_id, None, target, judged)
         result = self.extractor.invoke_with_result(
             FactExtractionInput(text=text, context_hints=list(context_hints), max_facts=max_facts)
         )
@@ -327,9 +463,32 @@ class MemoryStore:
                 extraction,
                 result.dropped,
             )
-            return AddResult(self._write([source]), "fallback_verbatim", source_id, extraction)
-        docs = [self._fact_document(fact, source_id, target) for fact in facts]
-        return AddResult(self._write(docs), "facts", source_id, extraction)
+            return self._added([source], "fallback_verbatim", source_id, extraction, target, judged)
+        when = source.metadata["created_at"]
+        docs = [self._fact_document(fact, source_id, target, when) for fact in facts]
+        return self._added(docs, "facts", source_id, extraction, target, judged)
+
+    def _added(
+        self,
+        docs: builtins.list[Document],
+        method: str,
+        source_id: str,
+        extraction: str | None,
+        scope: Scope,
+        judged: bool,
+    ) -> AddResult:
+        if not judged:
+            return AddResult(self._write(docs), method, source_id, extraction)
+        versions = self._write_versions(docs, scope)
+        return AddResult(
+            versions.memories,
+            method,
+            source_id,
+            extraction,
+            superseded=versions.superseded,
+            repeated=versions.repeated,
+            supersession=versions.method,
+        )
 
     def update(
         self,
@@ -366,14 +525,188 @@ class MemoryStore:
         return found[0] if found else None
 
     def list(
-        self, scope: ScopeLike = None, limit: int = 50, offset: int = 0
+        self,
+        scope: ScopeLike = None,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        include_superseded: bool = True,
     ) -> builtins.list[Document]:
-        """A page of the memories in the scope."""
+        """A page of the memories in the scope, in the order they were written.
+
+        Args:
+            scope: The scope to list instead of the store's.
+            limit: The page size.
+            offset: How many memories to skip first.
+            include_superseded: False lists current memories only (``offset``
+                then counts current memories).
+        """
         if limit < 1 or offset < 0:
             msg = f"limit must be >= 1 and offset >= 0, got limit={limit}, offset={offset}."
             raise ValueError(msg)
         self._store.check_filters_by_metadata("MemoryStore.list")
-        return self._store.page(as_scope(scope, self.scope).where(), limit, offset)
+        where = as_scope(scope, self.scope).where()
+        if include_superseded:
+            return self._store.page(where, limit, offset)
+        return self._current_page(where, limit, offset)
+
+    def _current_page(
+        self, where: Mapping[str, Any] | None, limit: int, offset: int
+    ) -> builtins.list[Document]:
+        current: builtins.list[Document] = []
+        read = 0
+        page_size = max(limit + offset, 100)
+        while len(current) < offset + limit:
+            page = self._store.page(where, page_size, read)
+            current.extend(doc for doc in page if not is_superseded(doc.metadata))
+            read += len(page)
+            if len(page) < page_size:
+                break
+        return current[offset : offset + limit]
+
+    def history(self, id: str, *, scope: ScopeLike = None) -> builtins.list[Document]:  # noqa: A002
+        """Every version of the memory ``id``, oldest first, as stored.
+
+        The chain follows what each version replaced (``supersedes``) and what
+        replaced it (``superseded_by``), within the scope. A memory never
+        superseded and superseding nothing is its own one-version history.
+
+        Raises:
+            MemoryNotFoundError: If no memory with this id lies in the scope.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+
+            memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+            doc = memory.store("The user lives in Austin.")
+            assert [d.page_content for d in memory.history(doc.id)] == ["The user lives in Austin."]
+            ```
+        """
+        target = as_scope(scope, self.scope)
+        return version_chain(self._store, self._require(id, target), target)
+
+    def forget(
+        self,
+        query: str | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        scope: ScopeLike = None,
+        reason: str = "request",
+    ) -> ForgetResult:
+        """Remove memories, with every version of them, from everywhere they are kept.
+
+        Give the ``ids`` to forget, or a ``query`` saying what ("my phone
+        number"): the memories of the scope at least ``forget_min_cosine``
+        similar to it, current or superseded, are forgotten. Each is deleted with
+        its whole version chain (:meth:`history`) from the vector store and the
+        lexical index; the scope's saved snapshot is dropped (it is rebuilt from
+        what is left). An audit record (ids, time, scope, reason; never the
+        forgotten text) is kept in the store's state and returned.
+
+        Args:
+            query: What to forget, in words.
+            ids: The ids to forget instead.
+            scope: The scope to forget in instead of the store's.
+            reason: Why, for the audit record (keep the forgotten text out of it).
+
+        Returns:
+            The ids forgotten, how they were found and the audit record.
+
+        Raises:
+            ValueError: If both or neither of ``query`` and ``ids`` are given, or
+                ``ids`` is empty.
+            MemoryNotFoundError: If an id is not in the scope, or the query
+                points at no memory (nothing is forgotten then).
+        """
+        target = as_scope(scope, self.scope)
+        if (query is None) == (ids is None):
+            msg = "forget needs exactly one of query= (what to forget) or ids= (which memories)."
+            raise ValueError(msg)
+        if ids is not None:
+            roots, method = self._forget_ids(ids, target), "ids"
+        else:
+            checked = check_query(query, name="query")
+            roots, method = self._forget_matches(checked, target), "matched"
+        forgotten = list(
+            dict.fromkeys(
+                doc.id or "" for root in roots for doc in version_chain(self._store, root, target)
+            )
+        )
+        with self._lock:
+            self._delete(forgotten)
+            self._drop_snapshot()
+        record = self._audit(forgotten, target, reason)
+        return ForgetResult(forgotten, method, record)
+
+    def _forget_request(self, subject: str, scope: Scope) -> builtins.list[str]:
+        """Forget what a message asked to; a request matching nothing forgets nothing."""
+        try:
+            return self.forget(subject, scope=scope, reason="forget request").ids
+        except MemoryNotFoundError:
+            logger.info("a forget request in scope %s matched no memory", scope.metadata())
+            return []
+
+    def _forget_ids(self, ids: Sequence[str], scope: Scope) -> builtins.list[Document]:
+        if isinstance(ids, str) or not ids or not all(isinstance(i, str) and i for i in ids):
+            msg = f"ids must be a non-empty list of memory ids, got {ids!r}."
+            raise ValueError(msg)
+        found = self._store.get(builtins.list(ids), scope.where())
+        missing = sorted(set(ids) - {doc.id for doc in found})
+        if missing:
+            msg = f"ids {missing} are not memories in scope {scope.metadata() or 'all'}"
+            raise MemoryNotFoundError(msg)
+        return found
+
+    def _forget_matches(self, query: str, scope: Scope) -> builtins.list[Document]:
+        recall = self._related_retriever(scope)
+        found = recall.invoke(query, include_superseded=True)
+        cosines = {
+            doc.id or "": float(doc.metadata.get(METADATA_KEY, {}).get("cosine", 0.0))
+            for doc in found
+        }
+        floor = max(self.forget_min_cosine, max(cosines.values(), default=0.0) - self.forget_margin)
+        ids = [doc_id for doc_id, cosine in cosines.items() if cosine >= floor]
+        if not ids:
+            msg = f"no memory in scope {scope.metadata() or 'all'} matches query={query!r}"
+            raise MemoryNotFoundError(msg)
+        return self._store.get(ids, scope.where())
+
+    def _drop_snapshot(self) -> None:
+        if self.state is not None:
+            self.state.delete(SNAPSHOT_FILES)
+
+    def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
+        name, record = audit_record(ids, scope.metadata(), reason)
+        logger.info("forgot %d memories in scope %s (%s)", len(ids), scope.metadata(), reason)
+        self.forget_log.append(record)
+        if self.state is not None:
+            self.state.write({name: audit_text(record)})
+        return record
+
+    def complete_supersessions(self, *, recent: int | None = VERIFY_RECENT_MEMORIES) -> int:
+        """Mark the memories that recent writes superseded but a crash left unmarked.
+
+        A superseding memory is written first, naming what it replaces; the
+        replaced memories are marked next. A process killed between the two is
+        completed here (run when the first MemoryStore over a store object is
+        built); the ``recent`` latest writes are checked, ``None`` checks all.
+
+        Returns:
+            How many memories were marked.
+        """
+        with self._lock:
+            if recent is None:
+                self._store.check_filters_by_metadata("MemoryStore.complete_supersessions")
+                documents = self._store.page(None, max(self._store.count(None), 1), 0)
+            else:
+                documents = self._store.recent(recent)
+            missing = incomplete_supersessions(self._store, documents)
+            self._apply_marks(missing)
+        return len(missing)
 
     def count(self, scope: ScopeLike = None) -> int:
         """How many memories lie in the scope."""
@@ -488,6 +821,8 @@ class MemoryStore:
         k: int = 5,
         threshold: float | None = None,
         scope: ScopeLike = None,
+        as_of: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[ScoredDocument]:
         """Plain vector search in the scope: the ``k`` nearest memories and their scores.
 
@@ -503,13 +838,16 @@ class MemoryStore:
             threshold: Leave out memories scoring below it (a memory without a
                 finite score counts as 0.0).
             scope: The scope to search instead of the store's.
+            as_of: Search what was current at this time (not in the future).
+            include_superseded: Also return memories a newer one replaced.
 
         Returns:
             ``(document, score)`` pairs, nearest first; the score is None when the
             store gives no finite one.
 
         Raises:
-            ValueError: If ``text`` is blank or ``k`` is below 1.
+            ValueError: If ``text`` is blank, ``k`` is below 1 or ``as_of`` is not
+                a past time.
 
         Example:
             ```python
@@ -529,10 +867,30 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         if target:
             check_filterable(self.vectorstore, "search(scope=...)")
-        found = self._store.scored_search(text, k, target.where())
+        keep = version_filter(
+            as_of=None if as_of is None else check_as_of(as_of),
+            include_superseded=include_superseded,
+        )
+        found = self._versioned_search(text, k, target.where(), keep)
         if threshold is None:
             return found
         return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+
+    def _versioned_search(
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None,
+        keep: Callable[[Mapping[str, Any]], bool] | None,
+    ) -> builtins.list[ScoredDocument]:
+        """The ``k`` nearest memories ``keep`` accepts, searching deeper while it drops some."""
+        fetch = k
+        while True:
+            found = self._store.scored_search(text, fetch, where)
+            kept = found if keep is None else [pair for pair in found if keep(pair[0].metadata)]
+            if len(kept) >= k or len(found) < fetch or fetch >= _MAX_SEARCH_DEPTH:
+                return kept[:k]
+            fetch = min(fetch * 4, _MAX_SEARCH_DEPTH)
 
     def scoped(
         self,
@@ -677,6 +1035,7 @@ class MemoryStore:
         given_id: str | None,
         metadata: Mapping[str, Any] | None,
         scope: Scope,
+        created_at: datetime | str | None = None,
     ) -> Document:
         self._check_text(text)
         user_metadata = _check_metadata(metadata or {})
@@ -685,11 +1044,14 @@ class MemoryStore:
             msg = f"id must be a non-empty string, got {doc_id!r}."
             raise ValueError(msg)
         check_unicode(doc_id, name="id")
-        meta = {**user_metadata, **scope.metadata(), "created_at": _now()}
+        when = _now() if created_at is None else _timestamp(created_at)
+        meta = {**user_metadata, **scope.metadata(), "created_at": when}
         return Document(page_content=text, metadata=meta, id=doc_id)
 
-    def _fact_document(self, fact: Fact, source_id: str, scope: Scope) -> Document:
-        doc = self._prepare(fact.content, None, None, scope)
+    def _fact_document(
+        self, fact: Fact, source_id: str, scope: Scope, created_at: str | None = None
+    ) -> Document:
+        doc = self._prepare(fact.content, None, None, scope, created_at)
         doc.metadata.update(
             {"kind": fact.kind.value, "importance": float(fact.importance), "source_id": source_id}
         )
@@ -739,6 +1101,70 @@ class MemoryStore:
                 )
                 raise MemoryConflictError(msg)
         return [(doc_id, doc) for doc_id, doc in held.items() if doc_id is not None]
+
+    def _write_versions(self, documents: builtins.list[Document], scope: Scope) -> _Versions:
+        """Write each document after the judge said what it supersedes or repeats."""
+        versions = _Versions()
+        for doc in documents:
+            if self._existing([doc.id or ""]):
+                versions.memories.extend(self._write([doc]))
+                continue
+            method, supersedes, repeats = self._judge(doc, scope)
+            versions.methods.append(method)
+            if repeats:
+                versions.repeated.extend(repeats)
+                versions.memories.extend(self._existing(repeats[:1]))
+                continue
+            if supersedes:
+                doc.metadata[SUPERSEDES_KEY] = supersedes_value(supersedes)
+            with self._lock:
+                written = self._write([doc])[0]
+                if written is doc:
+                    self._apply_marks(superseded_marks(doc))
+                    versions.superseded.extend(supersedes)
+            versions.memories.append(written)
+        return versions
+
+    def _judge(
+        self, doc: Document, scope: Scope
+    ) -> tuple[str, builtins.list[str], builtins.list[str]]:
+        """The judge's tag and the candidate ids ``doc`` supersedes and repeats."""
+        if self.judge is None:
+            return "fallback_no_llm", [], []
+        candidates = [
+            found
+            for found in self._related_retriever(scope).invoke(doc.page_content)
+            if found.id != doc.id and scope.contains(found.metadata)
+        ]
+        if not candidates:
+            return "skipped_empty", [], []
+        try:
+            decision = self.judge.invoke({"memory": doc.page_content, "candidates": candidates})
+        except Exception:  # the judge never raises by contract; a custom one might
+            logger.exception("the supersession judge failed; superseding nothing")
+            return "fallback_error", [], []
+        shown = {id(candidate): candidate.id or "" for candidate in candidates}
+        supersedes = [shown[id(d)] for d in decision.supersedes if id(d) in shown]
+        repeats = [shown[id(d)] for d in decision.repeats if id(d) in shown]
+        return str(getattr(decision.method, "value", decision.method)), supersedes, repeats
+
+    def _related_retriever(self, scope: Scope) -> RecallB:
+        retriever = self._related.get(scope)
+        if retriever is None:
+            retriever = self.as_retriever(  # type: ignore[assignment]
+                "recall_b", scope=scope, k=self.supersession_candidates
+            )
+            self._related[scope] = retriever  # type: ignore[assignment]
+        return retriever  # type: ignore[return-value]
+
+    def _apply_marks(self, marks: Mapping[str, Mapping[str, Any]]) -> None:
+        """Add version keys to stored memories (metadata only) and refresh the indexes' copies."""
+        if not marks:
+            return
+        updated = self._store.set_metadata(marks)
+        if self._lexical is not None and updated:
+            self._lexical.upsert(updated)
+        self._invalidate()
 
     def _mark_pending(self, ids: builtins.list[str]) -> None:
         if self._lexical is not None:

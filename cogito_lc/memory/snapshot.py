@@ -16,6 +16,7 @@ from cogito_lc._core.json_repair import strip_reasoning
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.scope import as_scope
+from cogito_lc.memory.state import SNAPSHOT_FILES
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 
 if TYPE_CHECKING:
@@ -29,8 +30,7 @@ __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT_FILE = "snapshot.md"
-SNAPSHOT_META_FILE = "snapshot.json"
+SNAPSHOT_FILE, SNAPSHOT_META_FILE = SNAPSHOT_FILES
 SnapshotMode = Literal["pointer", "summary"]
 
 
@@ -199,7 +199,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         if existing and not rebuild and not dry_run and not self._stale(existing, count):
             existing.method = "cached"
             return existing
-        memories = memory.list(target, limit=self.sample_size)
+        memories = memory.list(target, limit=self.sample_size, include_superseded=False)
         text, method = self._text(memories)
         snapshot = Snapshot(text, None, _now(), count, len(memories), method)
         if not dry_run and memory.state is not None:

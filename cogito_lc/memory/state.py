@@ -17,7 +17,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from cogito_lc._core.postgres import PostgresDatabase
 
-__all__ = ["ChromaStateStore", "DirectoryStateStore", "PostgresStateStore", "StateStore"]
+__all__ = [
+    "SNAPSHOT_FILES",
+    "ChromaStateStore",
+    "DirectoryStateStore",
+    "PostgresStateStore",
+    "StateStore",
+]
+
+SNAPSHOT_FILES = ("snapshot.md", "snapshot.json")
+"""The documents a scope's snapshot is saved as: its text, then its metadata."""
 
 
 @runtime_checkable
@@ -29,6 +38,9 @@ class StateStore(Protocol):
 
     def write(self, documents: Mapping[str, str]) -> None:
         """Write these documents (name to text), each replaced whole, never half-written."""
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Delete these documents (unknown names are ignored)."""
 
     def child(self, name: str) -> StateStore:
         """The state store of a namespace inside this one (e.g. one scope)."""
@@ -73,6 +85,11 @@ class DirectoryStateStore:
             tmp = self.directory / f".{name}.tmp"
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(self.directory / name)
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Delete these files (missing ones are ignored)."""
+        for name in names:
+            (self.directory / name).unlink(missing_ok=True)
 
     def child(self, name: str) -> DirectoryStateStore:
         """The subdirectory ``name``."""
@@ -204,6 +221,11 @@ class ChromaStateStore:
             documents=list(documents.values()),
             embeddings=[[0.0]] * len(documents),
         )
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Delete these documents (unknown names are ignored)."""
+        if names:
+            self.collection.delete(ids=[self.prefix + name for name in names])
 
     def child(self, name: str) -> ChromaStateStore:
         """The documents under ``<prefix><name>/``."""

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from cogito_lc._core.validation import (
     check_query,
     reject_unknown_kwargs,
 )
+from cogito_lc._core.versions import check_as_of, version_filter
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
@@ -57,6 +59,8 @@ from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 __all__ = ["RECALL_B_EVENT", "RecallB"]
 
 logger = logging.getLogger(__name__)
+
+_Keep = Callable[[Mapping[str, Any]], bool] | None
 
 RECALL_B_EVENT = "cogito_lc.recall_b"
 """Name of the custom event dispatched at the end of every :class:`RecallB` run.
@@ -203,6 +207,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     since the lexical indexes do not stem; a form that is one of ``lexical_stop_words`` is
     not added. False searches with the words as written."""
 
+    include_superseded: bool = False
+    """Also return memories a newer one replaced (``superseded_by`` in their metadata,
+    see :meth:`MemoryStore.add <cogito_lc.MemoryStore.add>`); by default only current
+    memories come back. Per call: ``invoke(query, include_superseded=True)``."""
+    as_of: datetime | None = None
+    """Return what was current at this time instead: memories created by then and not
+    yet superseded then. Per call: ``invoke(query, as_of=...)`` (a datetime or an ISO
+    8601 string); a time in the future is an error."""
+
     _cache: VectorCache = PrivateAttr()
     _store: StoreAdapter = PrivateAttr()
     _chroma_bm25: ChromaBm25Source | None = PrivateAttr(default=None)
@@ -283,11 +296,23 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         """The sub-queries this retriever searches with for ``query``."""
         return decompose_query(query, vocab_map=self.vocab_map, max_subqueries=self.max_subqueries)
 
-    def _prepare(self, query: Any, kwargs: dict[str, Any]) -> tuple[Decomposition, int]:
-        reject_unknown_kwargs(f"{type(self).__name__}.invoke", kwargs.keys(), {"k"})
+    def _prepare(self, query: Any, kwargs: dict[str, Any]) -> tuple[Decomposition, _Keep, int]:
+        reject_unknown_kwargs(
+            f"{type(self).__name__}.invoke", kwargs.keys(), {"k", "as_of", "include_superseded"}
+        )
         check_query(query)
         k = check_positive_int(kwargs.get("k", self.k), name="k")
-        return self.decompose(query), k
+        return self.decompose(query), self._versions(kwargs), k
+
+    def _versions(self, kwargs: Mapping[str, Any]) -> _Keep:
+        """The metadata predicate of the versions this call returns (None: all)."""
+        as_of = kwargs.get("as_of", self.as_of)
+        include = kwargs.get("include_superseded", self.include_superseded)
+        if not isinstance(include, bool):
+            msg = f"include_superseded must be True or False, got {include!r}."
+            raise TypeError(msg)
+        when = None if as_of is None else check_as_of(as_of)
+        return version_filter(as_of=when, include_superseded=include)
 
     def _fetch_ks(self, decomposition: Decomposition, k: int) -> list[int]:
         fragments = len(decomposition.queries) - 1
@@ -369,17 +394,19 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        decomposition, k = self._prepare(query, kwargs)
+        decomposition, keep, k = self._prepare(query, kwargs)
         # The lexical run needs no vector: it runs first, and its documents are
         # read from the store with the vector runs' in one call.
         lexical = self._lexical_run(decomposition.queries[0])
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
-        docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=True)
+        docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=True, keep=keep)
         if not _search.confirm(self._store, docs, found, self._cache):
             self.refresh_lexical_index()
             lexical = self._lexical_run(decomposition.queries[0])
-            docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=False)
+            docs, found = self._recall(
+                decomposition, plan, vectors, lexical, k, copies=False, keep=keep
+            )
             docs = _search.settle(self._store, docs, found)
         data = _event_data(docs, decomposition, plan, found)
         dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
@@ -394,8 +421,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         k: int,
         *,
         copies: bool,
+        keep: _Keep = None,
     ) -> tuple[list[Document], _search.SearchResult]:
-        """Search, fuse and rank; with ``copies``, documents the cache holds are not read."""
+        """Search, fuse and rank; with ``copies``, documents the cache holds are not read.
+
+        ``keep`` drops the candidates of versions this call does not return.
+        """
         hits, corpus_top = lexical
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
@@ -409,15 +440,17 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             within=self._small_scope(search_kwargs),
             lexical=corpus_top,
         )
-        self._settle_lexical(found, post_filter)
+        self._settle_lexical(found, post_filter, keep)
         _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _settle_lexical(
-        self, found: _search.SearchResult, post_filter: Callable[[Mapping[str, Any]], bool] | None
+        self, found: _search.SearchResult, post_filter: _Keep, keep: _Keep = None
     ) -> None:
         if post_filter is not None:
             found.keep(post_filter)
+        if keep is not None:
+            found.keep(keep)
         if found.lexical_stale:
             logger.debug("the corpus index is behind the store: checking it at the next search")
             self.refresh_lexical_index()
@@ -425,12 +458,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        decomposition, k = self._prepare(query, kwargs)
+        decomposition, keep, k = self._prepare(query, kwargs)
         loop = asyncio.get_running_loop()
         original = decomposition.queries[0]
         lexical = await loop.run_in_executor(None, self._lexical_run, original)
         plan, vectors = await self._aplan_vectors(decomposition)
-        docs, found = await self._arecall(decomposition, plan, vectors, lexical, k, copies=True)
+        docs, found = await self._arecall(
+            decomposition, plan, vectors, lexical, k, copies=True, keep=keep
+        )
         confirmed = await loop.run_in_executor(
             None, _search.confirm, self._store, docs, found, self._cache
         )
@@ -438,7 +473,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             self.refresh_lexical_index()
             lexical = await loop.run_in_executor(None, self._lexical_run, original)
             docs, found = await self._arecall(
-                decomposition, plan, vectors, lexical, k, copies=False
+                decomposition, plan, vectors, lexical, k, copies=False, keep=keep
             )
             docs = await loop.run_in_executor(None, _search.settle, self._store, docs, found)
         data = _event_data(docs, decomposition, plan, found)
@@ -462,6 +497,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         k: int,
         *,
         copies: bool,
+        keep: _Keep = None,
     ) -> tuple[list[Document], _search.SearchResult]:
         """Async :meth:`_recall`."""
         hits, corpus_top = lexical
@@ -479,7 +515,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             within=within,
             lexical=corpus_top,
         )
-        self._settle_lexical(found, post_filter)
+        self._settle_lexical(found, post_filter, keep)
         await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 

@@ -22,6 +22,7 @@ EXPECTED_ALL = [
     "FactKind",
     "FactListOutputParser",
     "FilterMethod",
+    "ForgetResult",
     "FilterResult",
     "LlmExtractor",
     "LlmExtractorBuilder",

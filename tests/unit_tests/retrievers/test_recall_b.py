@@ -125,7 +125,7 @@ def test_non_string_query_is_a_type_error(filled_chroma: Chroma) -> None:
 
 
 def test_unknown_invoke_kwarg_names_the_argument(filled_chroma: Chroma) -> None:
-    with pytest.raises(TypeError, match=r"'top_k'.*Accepted: k"):
+    with pytest.raises(TypeError, match=r"'top_k'.*Accepted: as_of, include_superseded, k"):
         RecallB(vectorstore=filled_chroma).invoke("billing", top_k=3)
 
 

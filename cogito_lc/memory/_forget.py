@@ -1,0 +1,92 @@
+"""Forget requests: telling "forget my phone number" from a memory, and its audit record."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["ForgetResult", "audit_record", "audit_text", "forget_subject"]
+
+_REQUEST = re.compile(
+    r"""^\W*(?:(?:hey|ok|okay)\W+)?(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?
+    (?:forget|erase|delete|remove)\s+
+    (?P<subject>.*\b(?:i|i'm|i've|i'd|my|me|mine|myself)\b.*)$""",
+    re.IGNORECASE | re.VERBOSE | re.DOTALL,
+)
+_FILLER = re.compile(
+    r"^(?:that\s+|about\s+|(?:everything|anything|all|what(?:ever)?)\s+(?:you\s+know\s+)?(?:about\s+)?)+",
+    re.IGNORECASE,
+)
+_POLITE_END = re.compile(r"[\s,]*(?:please|thanks|thank you)?[\s.!?]*$", re.IGNORECASE)
+_AUDIT_PREFIX = "forget-audit-"
+
+
+def forget_subject(text: str) -> str | None:
+    """What a first-person forget request asks to forget, or None when ``text`` is not one.
+
+    Only a request about the speaker is one ("Please forget my phone number.",
+    "Forget that I have a dog.", "Can you forget about my old address?"); a note
+    that merely starts with the word ("Forget the staging server, use prod-2")
+    is a memory like any other.
+
+    Example:
+        ```python
+        from cogito_lc.memory._forget import forget_subject
+
+        assert forget_subject("Please forget my phone number.") == "my phone number"
+        assert forget_subject("Forget the staging server; use prod-2.") is None
+        ```
+    """
+    found = _REQUEST.match(text.strip())
+    if found is None:
+        return None
+    subject = _POLITE_END.sub("", _FILLER.sub("", found.group("subject").strip()))
+    return subject or None
+
+
+@dataclass
+class ForgetResult:
+    """What :meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>` removed.
+
+    Attributes:
+        ids: The ids of the memories forgotten (each with every version of it).
+        method: ``ids`` (the ids were given), ``matched`` (found from a query
+            without a model) or ``nothing_matched`` (a query that pointed at no memory).
+        audit: The audit record kept of it: ids, time, scope and reason, never the text.
+    """
+
+    ids: list[str]
+    method: str
+    audit: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """How many memories were forgotten."""
+        return len(self.ids)
+
+
+def audit_record(
+    ids: Sequence[str], scope: Mapping[str, str], reason: str
+) -> tuple[str, dict[str, Any]]:
+    """A state-store name and the record of one forgetting (holds no memory text)."""
+    now = datetime.now(timezone.utc)
+    record = {
+        "event": "forget",
+        "ids": list(ids),
+        "count": len(ids),
+        "at": now.isoformat(timespec="milliseconds"),
+        "scope": dict(scope),
+        "reason": reason,
+    }
+    name = f"{_AUDIT_PREFIX}{now.strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
+    return name, record
+
+
+def audit_text(record: Mapping[str, Any]) -> str:
+    """The record as the JSON kept in the state store."""
+    return json.dumps(record, sort_keys=True)

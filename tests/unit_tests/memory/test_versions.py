@@ -1,0 +1,323 @@
+"""Memory that stays true: supersession by pointers, reading across time, forgetting."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge
+from cogito_lc.memory.state import DirectoryStateStore
+from tests.unit_tests.conftest import HashEmbeddings
+from tests.unit_tests.fakes import ScriptedChatModel
+
+AUSTIN = "I just moved to Austin, Texas, and I live downtown."
+DENVER = "I live in Denver now, all settled in."
+LUNCH = "Lunch today was a bowl of ramen."
+
+
+def _judge(*replies: Any) -> SupersessionJudge:
+    return SupersessionJudge.from_llm(ScriptedChatModel(replies=list(replies)))
+
+
+def _memory(judge: SupersessionJudge | None = None, **kwargs: Any) -> MemoryStore:
+    store = InMemoryVectorStore(HashEmbeddings())
+    return MemoryStore(store, scope={"user_id": "u1"}, judge=judge, **kwargs)
+
+
+def _superseding_pair(memory: MemoryStore) -> tuple[Document, Document]:
+    old = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    new = memory.store(DENVER, created_at="2026-03-01T00:00:00Z", supersede=True)
+    return old, new
+
+
+def test_a_superseded_memory_is_kept_verbatim_and_marked() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old, new = _superseding_pair(memory)
+    stored_old = memory.get(old.id or "")
+    assert stored_old is not None
+    assert stored_old.page_content == AUSTIN
+    assert stored_old.metadata["superseded_by"] == new.id
+    assert stored_old.metadata["superseded_at"] == "2026-03-01T00:00:00+00:00"
+    assert json.loads(new.metadata["supersedes"]) == [old.id]
+    assert {k: v for k, v in stored_old.metadata.items() if not k.startswith("supersed")} == (
+        old.metadata
+    )
+
+
+def test_default_reads_leave_superseded_memories_out() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old, new = _superseding_pair(memory)
+    recall = memory.as_retriever(k=5)
+    assert [d.id for d in recall.invoke("where do I live")] == [new.id]
+    assert {d.id for d in recall.invoke("where do I live", include_superseded=True)} == {
+        old.id,
+        new.id,
+    }
+    assert [d.id for d, _ in memory.search("where do I live", k=5)] == [new.id]
+    assert len(memory.search("where do I live", k=5, include_superseded=True)) == 2
+    assert [d.id for d in memory.list(include_superseded=False)] == [new.id]
+    assert len(memory.list()) == 2
+
+
+def test_as_of_returns_what_was_current_then() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old, new = _superseding_pair(memory)
+    recall = memory.as_retriever(k=5)
+    assert [d.id for d in recall.invoke("where do I live", as_of="2026-02-01")] == [old.id]
+    assert [d.id for d in recall.invoke("where do I live", as_of="2026-03-02")] == [new.id]
+    assert recall.invoke("where do I live", as_of="2025-12-01") == []
+    assert [d.id for d, _ in memory.search("where do I live", as_of="2026-02-01")] == [old.id]
+    fixed = memory.as_retriever(k=5, as_of=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    assert [d.id for d in fixed.invoke("where do I live")] == [old.id]
+
+
+async def test_async_recall_reads_the_same_versions() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old, new = _superseding_pair(memory)
+    recall = memory.as_retriever(k=5)
+    assert [d.id for d in await recall.ainvoke("where do I live")] == [new.id]
+    found = await recall.ainvoke("where do I live", as_of="2026-02-01")
+    assert [d.id for d in found] == [old.id]
+
+
+def test_as_of_in_the_future_names_the_field() -> None:
+    memory = _memory()
+    memory.store(AUSTIN)
+    future = datetime.now(timezone.utc) + timedelta(days=1)
+    with pytest.raises(ValueError, match="as_of"):
+        memory.as_retriever().invoke("where", as_of=future)
+    with pytest.raises(ValueError, match="as_of"):
+        memory.search("where", as_of=future.isoformat())
+    with pytest.raises(ValueError, match="as_of"):
+        memory.search("where", as_of="last tuesday")
+
+
+def test_history_is_the_chain_oldest_first_verbatim() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old, new = _superseding_pair(memory)
+    boston = memory.store(
+        "These days I live in Boston.", created_at="2026-05-01T00:00:00Z", supersede=True
+    )
+    for member in (old, new, boston):
+        chain = memory.history(member.id or "")
+        assert [d.id for d in chain] == [old.id, new.id, boston.id]
+    assert [d.page_content for d in memory.history(old.id or "")] == [
+        AUSTIN,
+        DENVER,
+        "These days I live in Boston.",
+    ]
+    lone = memory.store(LUNCH)
+    assert [d.id for d in memory.history(lone.id or "")] == [lone.id]
+
+
+def test_history_of_an_unknown_id_or_another_scope_is_not_found() -> None:
+    memory = _memory()
+    doc = memory.store(AUSTIN)
+    with pytest.raises(MemoryNotFoundError, match="nope"):
+        memory.history("nope")
+    with pytest.raises(MemoryNotFoundError):
+        memory.history(doc.id or "", scope={"user_id": "u2"})
+
+
+def test_a_repeat_is_not_written_again() -> None:
+    memory = _memory(_judge('{"supersedes": [], "repeats": [1]}'))
+    old = memory.store(AUSTIN)
+    result = memory.add("Austin, Texas is where I moved to.")
+    assert result.repeated == [old.id]
+    assert [d.id for d in result.memories] == [old.id]
+    assert result.supersession == "judged"
+    assert memory.count() == 1
+
+
+def test_a_failing_judge_supersedes_nothing_and_says_so() -> None:
+    memory = _memory(_judge(ConnectionError("refused")))
+    old = memory.store(AUSTIN)
+    result = memory.add(DENVER)
+    assert result.superseded == []
+    assert result.supersession == "fallback_unreachable"
+    assert memory.count() == 2
+    stored = memory.get(old.id or "")
+    assert stored is not None
+    assert "superseded_by" not in stored.metadata
+
+
+def test_an_empty_scope_asks_no_model() -> None:
+    model = ScriptedChatModel(replies=['{"supersedes": [1], "repeats": []}'])
+    memory = _memory(SupersessionJudge.from_llm(model))
+    result = memory.add(AUSTIN)
+    assert result.supersession == "skipped_empty"
+    assert model.calls == []
+
+
+def test_add_supersedes_by_default_when_a_judge_is_set_and_can_be_turned_off() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old = memory.store(AUSTIN)
+    kept = memory.add(DENVER, supersede=False)
+    assert kept.superseded == []
+    assert kept.supersession is None
+    result = memory.add("Boston is home these days.")
+    assert result.superseded != []
+    assert result.supersession == "judged"
+    assert old.id in result.superseded or kept.memories[0].id in result.superseded
+
+
+def test_reserved_version_keys_are_refused_in_user_metadata() -> None:
+    memory = _memory()
+    for key in ("supersedes", "superseded_by", "superseded_at"):
+        with pytest.raises(ValueError, match=key):
+            memory.store("x", metadata={key: "m1"})
+
+
+def test_created_at_must_be_a_timestamp() -> None:
+    memory = _memory()
+    with pytest.raises(ValueError, match="created_at"):
+        memory.store(AUSTIN, created_at="soon")
+    doc = memory.store(AUSTIN, created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+    assert doc.metadata["created_at"] == "2026-01-02T03:04:05+00:00"
+
+
+_ANSWERS = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        lambda s, r: json.dumps({"supersedes": s, "repeats": r}),
+        st.lists(st.one_of(st.integers(-5, 40), st.booleans(), st.floats(), st.text()), max_size=8),
+        st.lists(st.one_of(st.integers(-5, 40), st.text()), max_size=8),
+    ),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answer=_ANSWERS)
+def test_no_answer_alters_a_stored_byte_or_crosses_a_scope(answer: str) -> None:
+    store = InMemoryVectorStore(HashEmbeddings())
+    other = MemoryStore(store, scope={"user_id": "u2"})
+    theirs = [other.store(text) for text in (AUSTIN, DENVER, LUNCH)]
+    memory = MemoryStore(store, scope={"user_id": "u1"}, judge=_judge(answer))
+    mine = [memory.store(text) for text in (AUSTIN, LUNCH)]
+    before = {key: copy.deepcopy(row) for key, row in store.store.items()}
+    result = memory.add("I live in Denver now.")
+    assert set(result.superseded) <= {doc.id for doc in mine}
+    for doc in theirs:
+        assert store.store[doc.id or ""] == before[doc.id or ""]
+    for key, row in before.items():
+        now = store.store[key]
+        assert now["text"] == row["text"]
+        added = {k: v for k, v in now["metadata"].items() if k not in row["metadata"]}
+        assert set(added) <= {"superseded_by", "superseded_at"}
+        assert all(now["metadata"][k] == v for k, v in row["metadata"].items())
+
+
+def test_a_crash_before_marking_is_completed_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def open_store() -> Chroma:
+        return Chroma("versions", HashEmbeddings(), persist_directory=str(tmp_path))
+
+    memory = MemoryStore(open_store(), judge=_judge('{"supersedes": [1], "repeats": []}'))
+    old = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+
+    def crash(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemoryStore, "_apply_marks", crash)
+    with pytest.raises(KeyboardInterrupt):
+        memory.store(DENVER, supersede=True)
+    monkeypatch.undo()
+    stored = memory.get(old.id or "")
+    assert stored is not None
+    assert "superseded_by" not in stored.metadata
+
+    reopened = MemoryStore(open_store())
+    marked = reopened.get(old.id or "")
+    assert marked is not None
+    assert marked.metadata.get("superseded_by")
+    assert marked.page_content == AUSTIN
+    assert [d.page_content for d in reopened.as_retriever().invoke("where do I live")] == [DENVER]
+    assert reopened.complete_supersessions(recent=None) == 0
+
+
+def test_forget_by_ids_removes_every_version_and_keeps_an_audit_without_text(
+    tmp_path: Path,
+) -> None:
+    memory = _memory(
+        _judge('{"supersedes": [1], "repeats": []}'), state=DirectoryStateStore(tmp_path)
+    )
+    old, new = _superseding_pair(memory)
+    lunch = memory.store(LUNCH)
+    (tmp_path / "snapshot.md").write_text(f"- {AUSTIN}\n", encoding="utf-8")
+    (tmp_path / "snapshot.json").write_text("{}", encoding="utf-8")
+    result = memory.forget(ids=[new.id or ""], reason="user asked")
+    assert set(result.ids) == {old.id, new.id}
+    assert result.method == "ids"
+    for doc_id in (old.id, new.id):
+        assert memory.get(doc_id or "") is None
+    assert [d.id for d in memory.list()] == [lunch.id]
+    recalled = memory.as_retriever(k=10).invoke("Austin Denver live", include_superseded=True)
+    assert {d.id for d in recalled} <= {lunch.id}
+    assert not (tmp_path / "snapshot.md").exists()
+    audits = list(tmp_path.glob("forget-audit-*.json"))
+    assert len(audits) == 1
+    record = json.loads(audits[0].read_text(encoding="utf-8"))
+    assert record["ids"] == result.ids
+    assert record["scope"] == {"user_id": "u1"}
+    assert record["reason"] == "user asked"
+    text = audits[0].read_text(encoding="utf-8")
+    assert "Austin" not in text
+    assert "Denver" not in text
+
+
+def test_a_forget_request_in_a_message_forgets_instead_of_storing() -> None:
+    memory = _memory()
+    phone = memory.store("My phone number is 555-0101.")
+    memory.store(LUNCH)
+    result = memory.add("Please forget my phone number.")
+    assert result.method == "forgotten"
+    assert result.forgotten == [phone.id]
+    assert result.memories == []
+    assert memory.get(phone.id or "") is None
+    assert all("555" not in d.page_content for d in memory.list())
+    assert memory.forget_log[-1]["ids"] == [phone.id]
+    assert "phone" not in json.dumps(memory.forget_log)
+
+
+def test_a_note_that_starts_with_forget_is_stored() -> None:
+    memory = _memory()
+    result = memory.add("Forget the staging server; deploys go to prod-2.")
+    assert result.method == "fallback_no_llm"
+    assert result.count == 1
+
+
+def test_forget_rejects_bad_requests_by_field() -> None:
+    memory = _memory()
+    memory.store(AUSTIN)
+    with pytest.raises(ValueError, match="exactly one"):
+        memory.forget()
+    with pytest.raises(ValueError, match="exactly one"):
+        memory.forget("x", ids=["y"])
+    with pytest.raises(ValueError, match="ids"):
+        memory.forget(ids=[])
+    with pytest.raises(MemoryNotFoundError, match="ghost"):
+        memory.forget(ids=["ghost"])
+    with pytest.raises(ValueError, match="query"):
+        memory.forget("   ")
+
+
+def test_forget_never_reaches_another_scope() -> None:
+    store = InMemoryVectorStore(HashEmbeddings())
+    theirs = MemoryStore(store, scope={"user_id": "u2"}).store(AUSTIN)
+    mine = MemoryStore(store, scope={"user_id": "u1"})
+    with pytest.raises(MemoryNotFoundError):
+        mine.forget(ids=[theirs.id or ""])
+    with pytest.raises(MemoryNotFoundError):
+        mine.forget("where I live in Austin")
+    assert store.get_by_ids([theirs.id or ""])
