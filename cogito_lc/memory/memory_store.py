@@ -342,6 +342,7 @@ class MemoryStore:
         scope: ScopeLike = None,
         created_at: datetime | str | None = None,
         supersede: bool = False,
+        supersedes: Sequence[str] | None = None,
     ) -> Document:
         """Write ``text`` verbatim and return the stored document.
 
@@ -360,14 +361,21 @@ class MemoryStore:
                 one supersedes or repeats (see :meth:`add`); a first-person forget
                 request ("Please forget my phone number.") then forgets instead,
                 and the returned document is the request, not stored.
+            supersedes: The ids of current memories of the scope this one
+                replaces, when the caller knows them (no judge is asked): they
+                are kept as stored and marked superseded by it.
 
         Raises:
             ValueError: On empty or over-long text, metadata that is not JSON
                 scalars or uses a reserved key, an unknown scope key, or a
                 ``created_at`` that is not a timestamp.
+            MemoryNotFoundError: If an id of ``supersedes`` is not a current
+                memory of the scope.
         """
         target = as_scope(scope, self.scope)
         document = self._prepare(text, id, metadata, target, created_at)
+        if supersedes is not None:
+            return self._write_superseding(document, self._replaceable(supersedes, target))
         if not supersede:
             return self._write([document])[0]
         subject = forget_subject(text)
@@ -1115,15 +1123,39 @@ class MemoryStore:
                 versions.repeated.extend(repeats)
                 versions.memories.extend(self._existing(repeats[:1]))
                 continue
-            if supersedes:
-                doc.metadata[SUPERSEDES_KEY] = supersedes_value(supersedes)
-            with self._lock:
-                written = self._write([doc])[0]
-                if written is doc:
-                    self._apply_marks(superseded_marks(doc))
-                    versions.superseded.extend(supersedes)
+            written = self._write_superseding(doc, supersedes)
+            if written is doc:
+                versions.superseded.extend(supersedes)
             versions.memories.append(written)
         return versions
+
+    def _write_superseding(self, doc: Document, supersedes: builtins.list[str]) -> Document:
+        """Write ``doc`` naming what it replaces, then mark those (completed at start-up)."""
+        if supersedes:
+            doc.metadata[SUPERSEDES_KEY] = supersedes_value(supersedes)
+        with self._lock:
+            written = self._write([doc])[0]
+            if written is doc:
+                self._apply_marks(superseded_marks(doc))
+        return written
+
+    def _replaceable(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
+        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+            msg = f"supersedes must be a list of memory ids, got {ids!r}."
+            raise ValueError(msg)
+        current = {
+            doc.id
+            for doc in self._store.get(builtins.list(ids), scope.where())
+            if not is_superseded(doc.metadata)
+        }
+        missing = [i for i in ids if i not in current]
+        if missing:
+            msg = (
+                f"supersedes names {missing}, which are not current memories in scope "
+                f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
+            )
+            raise MemoryNotFoundError(msg)
+        return builtins.list(dict.fromkeys(ids))
 
     def _judge(
         self, doc: Document, scope: Scope

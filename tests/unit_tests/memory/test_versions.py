@@ -321,3 +321,15 @@ def test_forget_never_reaches_another_scope() -> None:
     with pytest.raises(MemoryNotFoundError):
         mine.forget("where I live in Austin")
     assert store.get_by_ids([theirs.id or ""])
+
+
+def test_a_caller_can_name_what_a_memory_supersedes() -> None:
+    memory = _memory()
+    old = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    new = memory.store(DENVER, supersedes=[old.id or ""])
+    assert [d.id for d in memory.history(old.id or "")] == [old.id, new.id]
+    assert [d.id for d in memory.list(include_superseded=False)] == [new.id]
+    with pytest.raises(MemoryNotFoundError, match="supersedes"):
+        memory.store("Boston now.", supersedes=[old.id or ""])
+    with pytest.raises(ValueError, match="supersedes"):
+        memory.store("Boston now.", supersedes=new.id)  # type: ignore[arg-type]
