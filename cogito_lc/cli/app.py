@@ -555,6 +555,39 @@ def bench_scale(
         raise typer.Exit(code)
 
 
+@bench_app.command("updates")
+def bench_updates(
+    conversations: Annotated[
+        int | None, typer.Option(min=1, help="Generated conversations (300).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the generator (0).")] = None,
+    modes: Annotated[
+        list[str] | None,
+        typer.Option("--mode", help="zero_llm, local_llm and/or openai (repeatable)."),
+    ] = None,
+    llm_conversations: Annotated[
+        int | None, typer.Option(min=1, help="Conversations of the model modes (10).")
+    ] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+) -> None:
+    """Knowledge-update benchmark: current, past and forgotten facts after they change."""
+    from cogito_lc.bench.knowledge_update import MODES
+    from cogito_lc.bench.knowledge_update import main as updates_main
+
+    unknown = sorted(set(modes or []) - set(MODES))
+    if unknown:
+        msg = f"--mode must be one of {', '.join(MODES)}, got {unknown}."
+        raise CliError(msg, EXIT_USAGE)
+    argv = ["--conversations", str(conversations)] if conversations else []
+    argv += ["--seed", str(seed)] if seed is not None else []
+    argv += ["--modes", *modes] if modes else []
+    argv += ["--llm-conversations", str(llm_conversations)] if llm_conversations else []
+    argv += ["--out", str(out_file)] if out_file else []
+    code = updates_main(argv)
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry point: one readable line per error, tracebacks only with --debug."""
     debug = "--debug" in sys.argv
