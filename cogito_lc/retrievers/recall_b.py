@@ -37,6 +37,7 @@ from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
+from cogito_lc.retrievers._recency import RecencyTrigger, asks_about_present, prefer_recent
 from cogito_lc.retrievers._subquery_vectors import (
     SubqueryPlan,
     SubqueryVectorMode,
@@ -207,6 +208,18 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     since the lexical indexes do not stem; a form that is one of ``lexical_stop_words`` is
     not added. False searches with the words as written."""
 
+    recency_trigger: RecencyTrigger = "off"
+    """When to prefer the newest version of a fact: ``"cue"`` when the query has a
+    present-time word ("currently", "now", "still", "these days", ...), ``"present"``
+    also for any present-tense question without a past-time word, ``"off"`` never.
+    Then, among the candidates within ``recency_margin`` of the best score whose vectors
+    are at least ``recency_similarity`` close to the best one's (the same subject), the
+    newest by ``created_at`` comes first. It matters where nothing marked the old
+    version superseded (no judge on write)."""
+    recency_margin: float = Field(default=0.1, ge=0.0, le=1.0)
+    """How far below the best blended score a candidate still counts as tied with it."""
+    recency_similarity: float = Field(default=0.5, ge=-1.0, le=1.0)
+    """How close (cosine) a tied candidate's vector must be to the best one's."""
     include_superseded: bool = False
     """Also return memories a newer one replaced (``superseded_by`` in their metadata,
     see :meth:`MemoryStore.add <cogito_lc.MemoryStore.add>`); by default only current
@@ -543,11 +556,21 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         keys = list(found.pool)
         query = self.lexical_query(decomposition.queries[0])
         fused = self._fuse(query, found, hits, keys)
-        cosines = cosine_scores(query_vector, np.stack([found.vectors[key] for key in keys]))
+        matrix = np.stack([found.vectors[key] for key in keys])
+        cosines = cosine_scores(query_vector, matrix)
         if self._below_floor(cosines):
             logger.debug("RecallB score floor: best cosine %.3f, nothing returned", cosines.max())
             return []
         scores = self._lexical_blend(query, blend(cosines, fused, self.cosine_weight), hits, keys)
+        if asks_about_present(decomposition.queries[0], self.recency_trigger):
+            created = [found.pool[key].metadata.get("created_at") for key in keys]
+            scores = prefer_recent(
+                scores,
+                matrix,
+                created,
+                margin=self.recency_margin,
+                similarity=self.recency_similarity,
+            )
         order = np.argsort(-scores, kind="stable")[:k]
         method = _method_tag(decomposition, found)
         return [
