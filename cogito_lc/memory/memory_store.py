@@ -722,15 +722,19 @@ class MemoryStore:
         return self._store.count(as_scope(scope, self.scope).where())
 
     def delete(self, id: str, *, scope: ScopeLike = None) -> None:  # noqa: A002
-        """Delete one memory of the scope.
+        """Delete one memory of the scope (an audit record is kept, as for :meth:`forget`).
+
+        Other versions of it stay; :meth:`forget` removes the whole chain.
 
         Raises:
             MemoryNotFoundError: If no memory with this id lies in the scope
                 (a memory of another scope is neither deleted nor revealed).
         """
+        target = as_scope(scope, self.scope)
         with self._lock:
-            self._require(id, as_scope(scope, self.scope))
+            self._require(id, target)
             self._delete([id])
+        self._audit([id], target, "delete")
 
     def delete_scope(self, scope: ScopeLike) -> int:
         """Delete every memory of a non-empty scope; returns how many were deleted."""
@@ -742,6 +746,8 @@ class MemoryStore:
         with self._lock:
             ids = self._store.ids_in(target.where())
             self._delete(ids)
+            self._drop_snapshot()
+        self._audit(ids, target, "delete_scope")
         return len(ids)
 
     def seed(
@@ -1208,6 +1214,8 @@ class MemoryStore:
         self._store.delete(ids)
         if self._lexical is not None:
             self._lexical.delete(ids)
+        for retriever in self._live_retrievers():
+            retriever.forget_cached(ids)
         self._invalidate()
 
     def _existing(self, ids: builtins.list[str]) -> builtins.list[Document]:
@@ -1223,6 +1231,10 @@ class MemoryStore:
     def _track(self, retriever: RecallB) -> None:
         self._retrievers = [ref for ref in self._retrievers if ref() is not None]
         self._retrievers.append(weakref.ref(retriever))
+
+    def _live_retrievers(self) -> builtins.list[RecallB]:
+        tracked = [ref() for ref in self._retrievers]
+        return [r for r in (*tracked, *self._related.values()) if r is not None]
 
     def _invalidate(self) -> None:
         """Refresh the retrievers whose lexical index these writes do not reach."""

@@ -109,6 +109,15 @@ class VectorCache:
         with self._lock:
             self._documents.pop(group, None)
 
+    def forget_groups(self, groups: Iterable[str]) -> None:
+        """Drop every vector and copy kept for these groups (deleted documents)."""
+        gone = set(groups)
+        with self._lock:
+            for key in [key for key, group in self._group_of.items() if group in gone]:
+                self._forget(key)
+            for group in gone:
+                self._documents.pop(group, None)
+
     def put_many(self, items: Iterable[tuple[str, Vector]]) -> None:
         """Store several vectors."""
         for key, vector in items:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -267,6 +267,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     def lexical_sync(self) -> LexicalSync | None:
         """The corpus index shared with the store's other users, when it has one."""
         return self._lexical
+
+    def forget_cached(self, ids: Sequence[str]) -> None:
+        """Drop what the candidate cache keeps of these documents (after they are deleted)."""
+        self._cache.forget_groups(ids)
 
     def refresh_lexical_index(self) -> None:
         """Check the corpus index against the store on next use, after direct writes to it.

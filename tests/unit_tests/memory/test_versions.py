@@ -23,6 +23,7 @@ from tests.unit_tests.fakes import ScriptedChatModel
 AUSTIN = "I just moved to Austin, Texas, and I live downtown."
 DENVER = "I live in Denver now, all settled in."
 LUNCH = "Lunch today was a bowl of ramen."
+PHONE_TEXT = "My phone number is 555-0101."
 
 
 def _judge(*replies: Any) -> SupersessionJudge:
@@ -333,3 +334,18 @@ def test_a_caller_can_name_what_a_memory_supersedes() -> None:
         memory.store("Boston now.", supersedes=[old.id or ""])
     with pytest.raises(ValueError, match="supersedes"):
         memory.store("Boston now.", supersedes=new.id)  # type: ignore[arg-type]
+
+
+def test_forgetting_drops_the_cached_copies_and_deletes_are_audited() -> None:
+    memory = _memory()
+    recall = memory.as_retriever()
+    phone = memory.store(PHONE_TEXT)
+    lunch = memory.store(LUNCH)
+    recall.invoke("phone number")
+    assert recall._cache.holds(phone.id or "")
+    memory.forget(ids=[phone.id or ""])
+    assert not recall._cache.holds(phone.id or "")
+    assert recall._cache.document(phone.id or "") is None
+    memory.delete(lunch.id or "")
+    assert [record["reason"] for record in memory.forget_log] == ["request", "delete"]
+    assert memory.forget_log[-1]["ids"] == [lunch.id]
