@@ -10,7 +10,15 @@ from __future__ import annotations
 __all__ = ["METADATA_KEY", "SCOPE_KEYS"]
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
-"""The metadata keys a memory's scope is stored under, in this order."""
+"""The metadata keys a memory's scope is stored under, in this order.
+
+The other keys :class:`~cogito_lc.MemoryStore` sets itself: ``created_at`` (ISO 8601
+UTC, when the memory became true), ``updated_at``, ``kind``, ``importance`` and
+``source_id`` (facts), and the version keys of :mod:`cogito_lc._core.versions`:
+``supersedes`` on a memory that replaced others (a JSON list of their ids),
+``superseded_by`` and ``superseded_at`` on a replaced one (added to its stored
+metadata; its text and other keys never change).
+"""
 
 METADATA_KEY = "cogito"
 """Key of the dict a retriever adds to each returned document's metadata.
@@ -74,7 +82,12 @@ tag of the whole run.
   (:class:`~cogito_lc.AddResult`): ``facts`` (facts extracted and stored),
   ``no_facts`` (the model answered ``[]``: nothing stored), ``fallback_verbatim``
   (extraction failed, the text was stored as is) or ``fallback_no_llm`` (no
-  extractor, the text was stored as is); ``extraction`` holds the extractor's tag.
+  extractor, the text was stored as is) or ``forgotten`` (the text was a forget
+  request: nothing stored, ``forgotten`` lists what was forgotten); ``extraction``
+  holds the extractor's tag and ``supersession`` the judge's, when it was asked.
+- :meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>`
+  (:class:`~cogito_lc.ForgetResult`): ``ids`` (the ids were given) or ``matched``
+  (found from the query without a model).
 - :class:`~cogito_lc.SnapshotBuilder` (:class:`~cogito_lc.Snapshot`):
   ``pointer``, ``summary``, ``grouped|fallback_no_llm``,
   ``grouped|fallback_parse_error``, ``grouped|fallback_error``, ``empty`` (no

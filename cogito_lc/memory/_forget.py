@@ -55,8 +55,8 @@ class ForgetResult:
 
     Attributes:
         ids: The ids of the memories forgotten (each with every version of it).
-        method: ``ids`` (the ids were given), ``matched`` (found from a query
-            without a model) or ``nothing_matched`` (a query that pointed at no memory).
+        method: ``ids`` (the ids were given) or ``matched`` (found from a query
+            without a model: the memories at least ``forget_min_cosine`` similar to it).
         audit: The audit record kept of it: ids, time, scope and reason, never the text.
     """
 
