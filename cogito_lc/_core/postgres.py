@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,6 +45,7 @@ from cogito_lc._core.stores import (
     Vector,
     register_adapter,
 )
+from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
 
 __all__ = [
@@ -532,6 +534,19 @@ class PostgresAdapter(BatchedSearchAdapter):
                     [json.dumps(dict(updates[doc_id])), doc_id],
                 )
         return self.get(list(updates))
+
+    def created_by(self, where: Mapping[str, Any] | None, when: datetime) -> bool:
+        sql, params = where_to_sql(where)
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT created_at FROM {self.table} WHERE {sql} "  # noqa: S608
+                "ORDER BY created_at LIMIT 1",
+                params,
+            ).fetchall()
+        if not rows:
+            return False
+        first = parse_timestamp(rows[0][0])
+        return first is None or first <= when
 
     def recent(self, limit: int) -> list[Document]:
         if limit <= 0:

@@ -20,6 +20,7 @@ import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,6 +31,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc._core.filters import store_filter, where_predicate
+from cogito_lc._core.timestamps import parse_timestamp
 
 __all__ = [
     "SUPPORTED_FILTER_STORES",
@@ -167,6 +169,14 @@ def _matches(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bo
     return where is None or where_predicate(where)(metadata)
 
 
+_PAGE = 1_000
+
+
+def _created_by(metadata: Mapping[str, Any], when: datetime) -> bool:
+    created = parse_timestamp(metadata.get("created_at"))
+    return created is None or created <= when
+
+
 def _finite(score: Any) -> float | None:
     number = float(score)
     return number if math.isfinite(number) else None
@@ -251,6 +261,22 @@ class StoreAdapter:
     def recent(self, limit: int) -> list[Document]:
         """The latest ``limit`` documents written, oldest first (none where unknown)."""
         return []
+
+    def created_by(self, where: Mapping[str, Any] | None, when: datetime) -> bool:
+        """Whether a document matching ``where`` was created at or before ``when``.
+
+        True where the store cannot tell (it cannot list by filter).
+        """
+        if not filters_by_metadata(self.store):
+            return True
+        offset = 0
+        while True:
+            page = self.page(where, _PAGE, offset)
+            if any(_created_by(doc.metadata, when) for doc in page):
+                return True
+            if len(page) < _PAGE:
+                return False
+            offset += _PAGE
 
     def _merged(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
         held = self.get(list(updates))

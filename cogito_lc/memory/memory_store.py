@@ -881,14 +881,34 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         if target:
             check_filterable(self.vectorstore, "search(scope=...)")
-        keep = version_filter(
-            as_of=None if as_of is None else check_as_of(as_of),
-            include_superseded=include_superseded,
-        )
+        when = None if as_of is None else check_as_of(as_of)
+        keep = version_filter(as_of=when, include_superseded=include_superseded)
         found = self._versioned_search(text, k, target.where(), keep)
+        if when is not None and not found:
+            self.check_as_of(when, scope=target)
         if threshold is None:
             return found
         return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+
+    def check_as_of(self, as_of: datetime | str, *, scope: ScopeLike = None) -> datetime:
+        """Parse an ``as_of`` time for a read of the scope, refusing one no memory reaches.
+
+        Returns:
+            The time as an aware UTC datetime.
+
+        Raises:
+            ValueError: If ``as_of`` is not a timestamp, lies in the future, or
+                lies before every memory of the scope (nothing was current then).
+        """
+        when = check_as_of(as_of)
+        target = as_scope(scope, self.scope)
+        if not self._store.created_by(target.where(), when):
+            msg = (
+                f"as_of={when.isoformat()} is before every memory in scope "
+                f"{target.metadata() or 'all'}; nothing was current then. Pass a later as_of."
+            )
+            raise ValueError(msg)
+        return when
 
     def _versioned_search(
         self,

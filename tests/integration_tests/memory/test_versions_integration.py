@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -39,6 +40,8 @@ def test_postgres_replicas_share_versions_and_forgetting(
     assert old.id not in {d.id for d in recall.invoke(QUESTION)}
     assert [d.id for d in recall.invoke(QUESTION, as_of="2026-02-01")] == [old.id]
     assert [d.id for d in second.history(old.id or "")] == [old.id, new.id]
+    with pytest.raises(ValueError, match="before every memory"):
+        second.search(QUESTION, as_of="2025-06-01")
     stored_old = second.get(old.id or "")
     assert stored_old is not None
     assert stored_old.page_content == AUSTIN

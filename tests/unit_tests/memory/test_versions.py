@@ -349,3 +349,15 @@ def test_forgetting_drops_the_cached_copies_and_deletes_are_audited() -> None:
     memory.delete(lunch.id or "")
     assert [record["reason"] for record in memory.forget_log] == ["request", "delete"]
     assert memory.forget_log[-1]["ids"] == [lunch.id]
+
+
+def test_as_of_before_every_memory_of_the_scope_is_an_error() -> None:
+    memory = _memory()
+    memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    MemoryStore(memory.vectorstore, scope={"user_id": "u2"}).store(LUNCH, created_at="2025-01-01")
+    with pytest.raises(ValueError, match="before every memory"):
+        memory.search("where", as_of="2025-06-01")
+    with pytest.raises(ValueError, match="as_of"):
+        memory.check_as_of("2025-06-01")
+    assert memory.check_as_of("2026-01-01T00:00:00Z").year == 2026
+    assert memory.search("where", as_of="2026-02-01") != []
