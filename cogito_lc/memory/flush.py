@@ -13,6 +13,14 @@ the same content, not merely the same topic). When the model fails (or the store
 has no extractor) the window itself is stored verbatim, tagged
 ``flush_method="fallback_verbatim"`` (or ``fallback_no_llm``): nothing handed in
 is lost. Only an explicit empty answer from the model stores nothing for a window.
+
+When the store has a supersession ``judge`` (or ``supersede=True``), each new
+memory is judged as :meth:`MemoryStore.add <cogito_lc.MemoryStore.add>` judges
+it: the memories it supersedes are kept, marked and left out of reads, and one
+it merely repeats is not written again. A user's first-person forget request
+("Please forget my phone number.") is never stored: what the conversation said
+before it is stored first, then the memories the request points at are forgotten
+(:meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>`), those just stored included.
 """
 
 from __future__ import annotations
@@ -28,7 +36,12 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from cogito_lc._core.validation import check_positive_int, check_unicode
 from cogito_lc.extraction.fact_extractor import FactExtractionInput
-from cogito_lc.memory.memory_store import MemoryStore, _is_explicit_empty_answer
+from cogito_lc.memory._forget import forget_subject
+from cogito_lc.memory.memory_store import (
+    MemoryNotFoundError,
+    MemoryStore,
+    _is_explicit_empty_answer,
+)
 from cogito_lc.memory.scope import ScopeLike, as_scope, memory_id
 
 __all__ = [
@@ -63,6 +76,11 @@ class FlushResult:
         verbatim_windows: Windows stored verbatim because extraction gave nothing usable.
         methods: Each window's method tag (``facts``, ``no_facts``,
             ``fallback_verbatim``, ``fallback_no_llm``).
+        superseded: Ids of the memories new ones superseded (kept, marked).
+        repeated: Ids of stored memories a new fact only repeated (not written again).
+        forgotten: Ids forgotten by the conversation's forget requests.
+        supersession: The judge's method tags, distinct, joined by ``,``; None when
+            no memory was judged.
     """
 
     windows: int = 0
@@ -71,6 +89,10 @@ class FlushResult:
     skipped_near_duplicate: int = 0
     verbatim_windows: int = 0
     methods: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+    supersession: str | None = None
 
 
 def _turn(index: int, message: Any) -> tuple[str, str]:
@@ -122,15 +144,38 @@ def _windows(turns: list[tuple[str, str]], size: int) -> list[str]:
     ]
 
 
+def _segments(turns: list[tuple[str, str]]) -> list[tuple[list[tuple[str, str]], str | None]]:
+    """The turns between the user's forget requests, each run with the request ending it."""
+    segments: list[tuple[list[tuple[str, str]], str | None]] = []
+    run: list[tuple[str, str]] = []
+    for role, text in turns:
+        subject = forget_subject(text) if role == "user" else None
+        if subject is None:
+            run.append((role, text))
+            continue
+        segments.append((run, subject))
+        run = []
+    if run:
+        segments.append((run, None))
+    return segments
+
+
 class _Flush:
     def __init__(
-        self, memory: MemoryStore, scope: ScopeLike, threshold: float, metadata: dict[str, Any]
+        self,
+        memory: MemoryStore,
+        scope: ScopeLike,
+        threshold: float,
+        metadata: dict[str, Any],
+        judged: bool,
     ) -> None:
         self.memory = memory
         self.scope = as_scope(scope, memory.scope)
         self.threshold = threshold
         self.metadata = metadata
+        self.judged = judged
         self.result = FlushResult()
+        self.judge_methods: list[str] = []
 
     def candidates(self, window: str, max_facts: int) -> tuple[list[str], str]:
         extractor = self.memory.extractor
@@ -166,11 +211,44 @@ class _Flush:
             for text in dict.fromkeys(texts)
             if not self.held(text)
         ]
-        if docs:
+        if docs and self.judged:
+            for doc in docs:
+                self.write_judged(doc)
+        elif docs:
             ids = self.memory.store_many(docs, scope=self.scope)
             for doc, doc_id in zip(docs, ids, strict=True):
                 doc.id = doc_id
             self.result.stored.extend(docs)
+
+    def write_judged(self, doc: Document) -> None:
+        """Write one memory after the store's judge said what it supersedes or repeats."""
+        memory = self.memory
+        prepared = memory._prepare(doc.page_content, None, doc.metadata, self.scope)
+        versions = memory._write_versions([prepared], self.scope)
+        self.judge_methods.extend(versions.methods)
+        if versions.repeated:
+            self.result.repeated.extend(versions.repeated)
+            return
+        self.result.superseded.extend(versions.superseded)
+        self.result.stored.extend(d for d in versions.memories if d.id == prepared.id)
+
+    def forget(self, subject: str) -> None:
+        """Honour a forget request; one that points at no memory forgets nothing."""
+        try:
+            found = self.memory.forget(subject, scope=self.scope, reason="forget request")
+        except MemoryNotFoundError:
+            logger.info("a forget request in a flushed session matched no memory")
+            return
+        self.result.forgotten.extend(found.ids)
+
+    def finish(self) -> FlushResult:
+        result = self.result
+        gone = set(result.forgotten)
+        result.stored = [doc for doc in result.stored if doc.id not in gone]
+        result.superseded = [i for i in dict.fromkeys(result.superseded) if i not in gone]
+        result.repeated = [i for i in dict.fromkeys(result.repeated) if i not in gone]
+        result.supersession = ",".join(dict.fromkeys(self.judge_methods)) or None
+        return result
 
 
 def flush_session(
@@ -182,6 +260,7 @@ def flush_session(
     duplicate_threshold: float = DUPLICATE_COSINE,
     max_facts: int = 7,
     scope: ScopeLike = None,
+    supersede: bool | None = None,
 ) -> FlushResult:
     """Store what a conversation taught that memory does not hold yet.
 
@@ -195,9 +274,11 @@ def flush_session(
         duplicate_threshold: Cosine similarity at or above which a fact is held already.
         max_facts: Most facts extracted per window.
         scope: The scope to write to instead of the store's.
+        supersede: Judge what each new memory supersedes or repeats (default: when
+            the store has a ``judge``). Forget requests are honoured either way.
 
     Returns:
-        The counts and the new memories.
+        The counts, the new memories, and what was superseded, repeated or forgotten.
 
     Raises:
         TypeError: If a message is neither a LangChain message nor a role/content object.
@@ -228,12 +309,17 @@ def flush_session(
         raise ValueError(msg)
     turns = session_turns(messages)
     metadata = {"source": f"session:{session_id}", "session_id": session_id}
-    flush = _Flush(memory, scope, duplicate_threshold, metadata)
-    windows = _windows(turns, window_size)
-    flush.result.windows = len(windows)
-    for number, window in enumerate(windows):
-        flush.window(number, window, max_facts)
-    return flush.result
+    judged = memory.judge is not None if supersede is None else supersede
+    flush = _Flush(memory, scope, duplicate_threshold, metadata, judged)
+    number = 0
+    for run, subject in _segments(turns):
+        for window in _windows(run, window_size):
+            flush.window(number, window, max_facts)
+            number += 1
+        if subject is not None:
+            flush.forget(subject)
+    flush.result.windows = number
+    return flush.finish()
 
 
 def flush_session_runnable(memory: MemoryStore, **options: Any) -> Runnable[Any, FlushResult]:

@@ -155,3 +155,100 @@ def test_the_runnable_form(memory: MemoryStore) -> None:
     assert result.stored[0].metadata["source"] == "session:r1"
     with pytest.raises(TypeError, match="'messages'"):
         flush.invoke({"session_id": "r1"})
+
+
+# -- versions: supersession and forget requests -------------------------------------------
+
+AUSTIN = "Dana lives in Austin."
+DENVER = "Dana moved to Denver; she lives there now."
+
+
+def _judged(memory: MemoryStore, *replies: str) -> ScriptedChatModel:
+    from cogito_lc import SupersessionJudge
+
+    model = ScriptedChatModel(replies=list(replies))
+    memory.judge = SupersessionJudge.from_llm(model)
+    return model
+
+
+def test_a_judge_supersedes_what_a_later_fact_replaces(memory: MemoryStore) -> None:
+    memory.extractor = FactExtractor.from_llm(
+        FakeListChatModel(responses=[_facts(AUSTIN), _facts(DENVER)])
+    )
+    _judged(memory, '{"supersedes": [1], "repeats": []}')
+    chat = [HumanMessage("I live in Austin."), HumanMessage("I moved to Denver.")]
+
+    result = flush_session(memory, chat, session_id="s", window_size=1)
+
+    austin, denver = (doc.id for doc in result.stored)
+    assert result.superseded == [austin]
+    assert result.supersession == "skipped_empty,judged"
+    kept = memory.get(austin or "")
+    assert kept is not None
+    assert kept.page_content == AUSTIN  # kept verbatim, marked
+    assert kept.metadata["superseded_by"] == denver
+    assert kept.metadata["source"] == "session:s"
+    assert [d.id for d, _ in memory.search("where does Dana live", k=5)] == [denver]
+    assert [d.id for d in memory.history(austin or "")] == [austin, denver]
+
+
+def test_a_repeat_is_reported_and_not_written(memory: MemoryStore) -> None:
+    held = memory.store(AUSTIN)
+    memory.extractor = FactExtractor.from_llm(FakeListChatModel(responses=[_facts("Austin.")]))
+    _judged(memory, '{"supersedes": [], "repeats": [1]}')
+    result = flush_session(memory, [HumanMessage("Austin, yes.")], session_id="s")
+    assert result.repeated == [held.id]
+    assert result.stored == []
+    assert memory.count() == 1
+
+
+def test_supersession_is_off_without_a_judge_or_when_asked(memory: MemoryStore) -> None:
+    chat = [HumanMessage("I live in Austin."), HumanMessage("I moved to Denver.")]
+    plain = flush_session(memory, chat, session_id="a", window_size=1)
+    assert plain.superseded == []
+    assert plain.supersession is None
+    model = _judged(memory, '{"supersedes": [1], "repeats": []}')
+    off = flush_session(
+        memory, [HumanMessage("Boston now.")], session_id="b", window_size=1, supersede=False
+    )
+    assert off.supersession is None
+    assert model.calls == []
+    assert memory.count() == 3
+
+
+def test_a_forget_request_forgets_what_came_before_and_is_not_stored(memory: MemoryStore) -> None:
+    memory.store("My phone number is 555-0101.")
+    chat = [
+        HumanMessage("Our deploys freeze on Fridays."),
+        HumanMessage("My phone number is 555-0101, my mobile."),
+        HumanMessage("Please forget my phone number."),
+        AIMessage("Done."),
+    ]
+
+    result = flush_session(memory, chat, session_id="s", window_size=1)
+
+    texts = [doc.page_content for doc in memory.list()]
+    assert all("555" not in text for text in texts), texts
+    assert all("forget" not in text for text in texts), texts
+    assert "user: Our deploys freeze on Fridays." in texts
+    assert "assistant: Done." in texts
+    assert len(result.forgotten) == 2  # the stored one and the one this session said
+    assert result.windows == 3
+    assert {doc.id for doc in result.stored}.isdisjoint(result.forgotten)
+    assert memory.forget_log[-1]["reason"] == "forget request"
+    assert "555" not in str(memory.forget_log)
+
+
+def test_a_forget_request_that_matches_nothing_forgets_nothing(memory: MemoryStore) -> None:
+    memory.store("The office opens at 8.")
+    result = flush_session(memory, [HumanMessage("Please forget my email.")], session_id="s")
+    assert result.forgotten == []
+    assert result.windows == 0
+    assert memory.count() == 1
+
+
+def test_only_the_user_asks_to_forget(memory: MemoryStore) -> None:
+    chat = [AIMessage("Please forget my phone number."), HumanMessage("Forget the staging box.")]
+    result = flush_session(memory, chat, session_id="s", window_size=1)
+    assert result.forgotten == []
+    assert len(result.stored) == 2
