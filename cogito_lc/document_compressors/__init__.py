@@ -2,7 +2,7 @@
 
 ``PointerFilter`` picks relevant candidates; ``SupersessionJudge`` says which stored
 memories a new memory supersedes or repeats. Both return the stored documents
-themselves. With their pointer parsing and call deadlines. May import
+themselves. With their shared model call, pointer parsing and call deadlines. May import
 :mod:`cogito_lc.prompts` and :mod:`cogito_lc._core`; knows nothing of extraction,
 retrievers, memory, the service or the CLI.
 """

@@ -1,8 +1,9 @@
-r"""Pure helpers of the pointer filter: render numbered candidates, parse integer pointers.
+r"""Pure helpers of the pointer components: render numbered candidates, parse integer pointers.
 
 The model sees candidates as ``[1] text``, ``[2] text``, ... and answers with the
-numbers of the relevant ones. Nothing here calls a model or touches a document
-beyond reading its ``page_content``.
+numbers of the relevant ones (the pointer filter) or of the ones a new memory
+supersedes or repeats (the supersession judge). Nothing here calls a model or
+touches a document beyond reading its ``page_content``.
 
 Example:
     ```python
@@ -43,10 +44,12 @@ __all__ = [
     "ParsedPointers",
     "PointerParseError",
     "parse_pointers",
+    "pointer_list_type",
     "pointer_model",
     "render_candidates",
     "snippet",
     "strip_echo",
+    "valid_pointers",
 ]
 
 MIN_ECHO_CHARS = 12
@@ -149,11 +152,23 @@ def pointer_model(shown: int) -> type[BaseModel]:
     Returns:
         The model class, cached per ``shown``.
     """
+    return create_model("CandidateNumbers", ids=(pointer_list_type(shown), ...))
+
+
+def pointer_list_type(shown: int) -> Any:
+    """Annotated type of an array of candidate numbers, each from 1 to ``shown``.
+
+    The array holds at most ``shown`` numbers, so its JSON schema bounds both every
+    number and the length.
+
+    Args:
+        shown: Number of candidates shown to the model.
+
+    Returns:
+        ``list[int]`` annotated with the bounds, for a pydantic model's field.
+    """
     pointer = Annotated[int, Field(ge=1, le=shown)]
-    return create_model(
-        "CandidateNumbers",
-        ids=(Annotated[list[pointer], Field(max_length=shown)], ...),
-    )
+    return Annotated[list[pointer], Field(max_length=shown)]
 
 
 def parse_pointers(raw: str, shown: int, *, prompt_text: str = "") -> ParsedPointers:
@@ -178,17 +193,34 @@ def parse_pointers(raw: str, shown: int, *, prompt_text: str = "") -> ParsedPoin
             single valid pointer.
     """
     items = _reply_items(strip_echo(raw, prompt_text))
+    pointers = valid_pointers(items, shown)
+    if items and not pointers:
+        preview = str(items)[:80]
+        msg = f"the reply's array {preview} has no candidate number between 1 and {shown}"
+        raise PointerParseError(msg)
+    return ParsedPointers(pointers, len(items) - len(pointers))
+
+
+def valid_pointers(items: Sequence[Any], shown: int) -> tuple[int, ...]:
+    """Keep the items that are candidate numbers: ints from 1 to ``shown``, each once.
+
+    Bools, floats (even ``1.0``), strings and every other type are dropped, never
+    mapped; the first occurrence of a number keeps its place in the model's order.
+
+    Args:
+        items: The items of an array in the model's reply.
+        shown: Number of candidates shown to the model.
+
+    Returns:
+        The valid 1-based candidate numbers, in the model's order.
+    """
     pointers: list[int] = []
     seen: set[int] = set()
     for item in items:
         if type(item) is int and 1 <= item <= shown and item not in seen:
             seen.add(item)
             pointers.append(item)
-    if items and not pointers:
-        preview = str(items)[:80]
-        msg = f"the reply's array {preview} has no candidate number between 1 and {shown}"
-        raise PointerParseError(msg)
-    return ParsedPointers(tuple(pointers), len(items) - len(pointers))
+    return tuple(pointers)
 
 
 def strip_echo(raw: str, prompt_text: str) -> str:

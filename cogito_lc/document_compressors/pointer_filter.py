@@ -27,34 +27,23 @@ no other metadata key is read or written.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.exceptions import OutputParserException
 from langchain_core.output_parsers import BaseOutputParser
-from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.model_call import (
-    FailureKind,
-    ModelAnswer,
-    acall_model,
-    arun_as_chain,
-    call_model,
-    failure_kind,
-    run_as_chain,
-)
 from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.validation import (
     RejectUnknownFields,
@@ -62,7 +51,13 @@ from cogito_lc._core.validation import (
     check_positive_int,
     check_query,
 )
-from cogito_lc.document_compressors._deadline import call_with_deadline
+from cogito_lc.document_compressors._pointer_call import (
+    PointerBuilder,
+    PointerCaller,
+    PointerQuestion,
+    PointerReply,
+    model_failure,
+)
 from cogito_lc.document_compressors._pointers import (
     CandidateBlock,
     ParsedPointers,
@@ -71,14 +66,7 @@ from cogito_lc.document_compressors._pointers import (
     pointer_model,
     render_candidates,
 )
-from cogito_lc.prompts.builders import ComponentBuilder
-from cogito_lc.prompts.registry import (
-    PromptLike,
-    PromptRegistry,
-    as_chat_prompt,
-    resolve_prompt,
-    validate_prompt_variables,
-)
+from cogito_lc.prompts.registry import PromptLike, PromptRegistry, resolve_prompt
 
 __all__ = [
     "FILTER_EVENT",
@@ -216,13 +204,6 @@ class FilterResult:
         }
 
 
-_FAILURE_METHODS: dict[FailureKind, FilterMethod] = {
-    "timeout": FilterMethod.FALLBACK_TIMEOUT,
-    "unreachable": FilterMethod.FALLBACK_UNREACHABLE,
-    "error": FilterMethod.FALLBACK_ERROR,
-}
-
-
 @dataclass(frozen=True)
 class _Request:
     query: str
@@ -230,16 +211,9 @@ class _Request:
     top_n: int | None
 
 
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    structured: bool
-    block: CandidateBlock = field(repr=False)
-    prompt_text: str = field(default="", repr=False)
-
-
 class PointerFilter(
     RejectUnknownFields,
+    PointerCaller[_Request, FilterResult],
     RunnableSerializable[PointerFilterInput, list[Document]],
     BaseDocumentCompressor,
 ):
@@ -279,6 +253,9 @@ class PointerFilter(
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    _prompt_name: ClassVar[str] = POINTER_FILTER_PROMPT
+    _event: ClassVar[str] = FILTER_EVENT
+    _log: ClassVar[logging.Logger] = logger
 
     llm: Runnable[Any, Any] | None = None
     """Chat model that picks the candidates; ``None`` returns them unfiltered
@@ -318,13 +295,6 @@ class PointerFilter(
     """How the JSON schema of the answer reaches the model (see
     :data:`~cogito_lc.StructuredOutputMode`); ``json_object`` for
     llama-cpp-python's server."""
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        template = as_chat_prompt(value)
-        validate_prompt_variables(POINTER_FILTER_PROMPT, template)
-        return template
 
     @classmethod
     def builder(cls, llm: Runnable[Any, Any] | None) -> PointerFilterBuilder:
@@ -440,15 +410,7 @@ class PointerFilter(
             ValueError: If the query is blank, ``top_n < 1`` or a key is missing.
         """
         request = self._request(input, top_n)
-        return run_as_chain(
-            self,
-            lambda child: self._filter(request, child),
-            input,
-            config,
-            output=_documents,
-            event=FILTER_EVENT,
-            event_data=self._event_data,
-        )
+        return self._run_chain(request, input, config)
 
     async def ainvoke_with_result(
         self,
@@ -459,18 +421,7 @@ class PointerFilter(
     ) -> FilterResult:
         """Async :meth:`invoke_with_result`; a timeout cancels the model call."""
         request = self._request(input, top_n)
-        return await arun_as_chain(
-            self,
-            lambda child: self._afilter(request, child),
-            input,
-            config,
-            output=_documents,
-            event=FILTER_EVENT,
-            event_data=self._event_data,
-        )
-
-    def _event_data(self, result: FilterResult) -> dict[str, Any]:
-        return result.event_data(self.get_name())
+        return await self._arun_chain(request, input, config)
 
     def _request(self, input_: Any, top_n: int | None) -> _Request:
         name = self.get_name()
@@ -493,40 +444,7 @@ class PointerFilter(
         limit = self.top_n if top_n is None else check_positive_int(top_n, name="top_n")
         return _Request(query, documents, limit)
 
-    def _filter(self, request: _Request, config: RunnableConfig) -> FilterResult:
-        early = self._early_result(request)
-        if early is not None:
-            return early
-        block = self._render(request.documents)
-        try:
-            reply = call_with_deadline(
-                lambda: self._ask(request.query, block, config),
-                self.timeout,
-                name=f"{self.get_name()}-model-call",
-            )
-        except Exception as exc:
-            return self._failed(request, block, exc)
-        return self._answered(request, reply)
-
-    async def _afilter(self, request: _Request, config: RunnableConfig) -> FilterResult:
-        early = self._early_result(request)
-        if early is not None:
-            return early
-        block = self._render(request.documents)
-        try:
-            reply = await self._aask_within_timeout(request.query, block, config)
-        except Exception as exc:
-            return self._failed(request, block, exc)
-        return self._answered(request, reply)
-
-    async def _aask_within_timeout(
-        self, query: str, block: CandidateBlock, config: RunnableConfig
-    ) -> _Reply:
-        if self.timeout is None:
-            return await self._aask(query, block, config)
-        return await asyncio.wait_for(self._aask(query, block, config), self.timeout)
-
-    def _early_result(self, request: _Request) -> FilterResult | None:
+    def _early(self, request: _Request) -> FilterResult | None:
         if not request.documents:
             return FilterResult([], FilterMethod.SKIPPED_EMPTY)
         if self.llm is None:
@@ -534,48 +452,28 @@ class PointerFilter(
             return self._fallback(request, FilterMethod.FALLBACK_NO_LLM, shown=0)
         return None
 
-    def _render(self, documents: list[Document]) -> CandidateBlock:
-        return render_candidates(
-            documents,
+    def _question(self, request: _Request) -> PointerQuestion:
+        block = render_candidates(
+            request.documents,
             max_candidates=self.max_candidates,
             snippet_chars=self.snippet_chars,
             char_budget=self.char_budget,
         )
-
-    def _ask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
-        assert self.llm is not None  # noqa: S101 - checked by _early_result
-        prompt_value = self.prompt.invoke({"query": query, "candidates": block.text}, config)
-        answer = call_model(self.llm, prompt_value, config, **self._call_options(block))
-        return _reply(answer, block, prompt_value)
-
-    async def _aask(self, query: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
-        assert self.llm is not None  # noqa: S101 - checked by _early_result
-        variables = {"query": query, "candidates": block.text}
-        prompt_value = await self.prompt.ainvoke(variables, config)
-        answer = await acall_model(self.llm, prompt_value, config, **self._call_options(block))
-        return _reply(answer, block, prompt_value)
-
-    def _call_options(self, block: CandidateBlock) -> dict[str, Any]:
-        return {
-            "structured_output": self.structured_output,
-            "output": pointer_model(block.shown),
-            "owner": self.get_name(),
-            "log": logger,
-        }
+        variables = {"query": request.query, "candidates": block.text}
+        return PointerQuestion(block, variables, pointer_model(block.shown))
 
     def _failed(self, request: _Request, block: CandidateBlock, exc: Exception) -> FilterResult:
-        method = _FAILURE_METHODS[failure_kind(exc)]
-        error = f"{type(exc).__name__}: {exc}"
+        failure = model_failure(exc, FilterMethod)
         logger.warning(
             "%s: model call failed (%s); returning the %d candidates unfiltered (%s).",
             self.get_name(),
-            error,
+            failure.error,
             len(request.documents),
-            method.value,
+            failure.method.value,
         )
-        return self._fallback(request, method, shown=block.shown, error=error)
+        return self._fallback(request, failure.method, shown=block.shown, error=failure.error)
 
-    def _answered(self, request: _Request, reply: _Reply) -> FilterResult:
+    def _answered(self, request: _Request, reply: PointerReply) -> FilterResult:
         try:
             parsed = parse_pointers(reply.text, reply.block.shown, prompt_text=reply.prompt_text)
         except PointerParseError as exc:
@@ -596,7 +494,9 @@ class PointerFilter(
             )
         return self._selected(request, reply, parsed)
 
-    def _selected(self, request: _Request, reply: _Reply, parsed: ParsedPointers) -> FilterResult:
+    def _selected(
+        self, request: _Request, reply: PointerReply, parsed: ParsedPointers
+    ) -> FilterResult:
         docs = request.documents
         ranked = [(docs[pointer - 1], rank) for rank, pointer in enumerate(parsed.pointers, 1)]
         unranked = docs[reply.block.shown :] if self.keep_unranked else []
@@ -636,6 +536,9 @@ class PointerFilter(
             raw=raw,
             error=error,
         )
+
+    def _run_output(self, result: FilterResult) -> list[Document]:
+        return result.documents
 
 
 class PointerOutputParser(BaseOutputParser[list[int]]):
@@ -699,7 +602,7 @@ class PointerOutputParser(BaseOutputParser[list[int]]):
         )
 
 
-class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
+class PointerFilterBuilder(PointerBuilder["PointerFilter"]):
     r"""Step-by-step construction of a :class:`PointerFilter`.
 
     Example:
@@ -725,10 +628,6 @@ class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
         """Return at most ``value`` documents."""
         return self._with(top_n=value)
 
-    def max_candidates(self, value: int) -> PointerFilterBuilder:
-        """Show the model at most ``value`` candidates."""
-        return self._with(max_candidates=value)
-
     def snippet_chars(self, value: int) -> PointerFilterBuilder:
         """Cut each candidate's text to ``value`` characters."""
         return self._with(snippet_chars=value)
@@ -740,10 +639,6 @@ class PointerFilterBuilder(ComponentBuilder["PointerFilter"]):
     def keep_unranked(self, value: bool = True) -> PointerFilterBuilder:
         """Return candidates past the budget after the ranked ones."""
         return self._with(keep_unranked=value)
-
-    def timeout(self, seconds: float | None) -> PointerFilterBuilder:
-        """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
-        return self._with(timeout=seconds)
 
     def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> PointerFilter:
         """Create the filter.
@@ -768,15 +663,6 @@ def _unique(
         if limit is not None and len(chosen) == limit:
             break
     return chosen
-
-
-def _reply(answer: ModelAnswer, block: CandidateBlock, prompt_value: PromptValue) -> _Reply:
-    prompt_text = "\n".join(message.text for message in prompt_value.to_messages())
-    return _Reply(answer.reply.text, answer.structured, block, prompt_text)
-
-
-def _documents(result: FilterResult) -> list[Document]:
-    return result.documents
 
 
 def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:

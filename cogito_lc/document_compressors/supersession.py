@@ -38,43 +38,37 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Annotated, Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
-from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cogito_lc._core.json_repair import JsonExtractionError, extract_json
-from cogito_lc._core.model_call import (
-    FailureKind,
-    ModelAnswer,
-    acall_model,
-    arun_as_chain,
-    call_model,
-    failure_kind,
-    run_as_chain,
-)
 from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.validation import RejectUnknownFields, echo, reject_unknown_kwargs
-from cogito_lc.document_compressors._deadline import call_with_deadline
-from cogito_lc.document_compressors._pointers import CandidateBlock, snippet, strip_echo
-from cogito_lc.prompts.builders import ComponentBuilder
-from cogito_lc.prompts.registry import (
-    PromptLike,
-    PromptRegistry,
-    as_chat_prompt,
-    resolve_prompt,
-    validate_prompt_variables,
+from cogito_lc.document_compressors._pointer_call import (
+    PointerBuilder,
+    PointerCaller,
+    PointerQuestion,
+    PointerReply,
+    model_failure,
 )
+from cogito_lc.document_compressors._pointers import (
+    CandidateBlock,
+    pointer_list_type,
+    snippet,
+    strip_echo,
+    valid_pointers,
+)
+from cogito_lc.prompts.registry import PromptLike, PromptRegistry, resolve_prompt
 
 __all__ = [
     "SUPERSESSION_EVENT",
@@ -353,8 +347,7 @@ def judgement_model(shown: int) -> type[BaseModel]:
     Returns:
         The model class, cached per ``shown``.
     """
-    pointer = Annotated[int, Field(ge=1, le=shown)]
-    numbers = Annotated[list[pointer], Field(max_length=shown)]
+    numbers = pointer_list_type(shown)
     return create_model(
         "SupersessionAnswer",
         supersedes=(
@@ -399,7 +392,7 @@ def parse_judgement(raw: str, shown: int, *, prompt_text: str = "") -> ParsedJud
             msg = f"{key!r} is a JSON {type(items).__name__}, not an array of candidate numbers"
             raise JudgementParseError(msg)
         arrays[key] = items
-    valid = {key: _valid_pointers(items, shown) for key, items in arrays.items()}
+    valid = {key: valid_pointers(items, shown) for key, items in arrays.items()}
     given = sum(len(items) for items in arrays.values())
     kept = sum(len(pointers) for pointers in valid.values())
     if given and not kept:
@@ -415,23 +408,9 @@ def parse_judgement(raw: str, shown: int, *, prompt_text: str = "") -> ParsedJud
     )
 
 
-_FAILURE_METHODS: dict[FailureKind, SupersessionMethod] = {
-    "timeout": SupersessionMethod.FALLBACK_TIMEOUT,
-    "unreachable": SupersessionMethod.FALLBACK_UNREACHABLE,
-    "error": SupersessionMethod.FALLBACK_ERROR,
-}
-
-
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    structured: bool
-    block: CandidateBlock = field(repr=False)
-    prompt_text: str = field(default="", repr=False)
-
-
 class SupersessionJudge(
     RejectUnknownFields,
+    PointerCaller[SupersessionInput, SupersessionDecision],
     RunnableSerializable[SupersessionInput | dict[str, Any], SupersessionDecision],
 ):
     """Ask a chat model which stored memories a new memory supersedes or repeats, by number.
@@ -484,6 +463,9 @@ class SupersessionJudge(
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    _prompt_name: ClassVar[str] = SUPERSESSION_PROMPT
+    _event: ClassVar[str] = SUPERSESSION_EVENT
+    _log: ClassVar[logging.Logger] = logger
 
     llm: Runnable[Any, Any] | None = None
     """Chat model that judges the candidates; ``None`` decides nothing
@@ -510,13 +492,6 @@ class SupersessionJudge(
     """How the JSON schema of the answer reaches the model (see
     :data:`~cogito_lc.StructuredOutputMode`); ``json_object`` for
     llama-cpp-python's server."""
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        template = as_chat_prompt(value)
-        validate_prompt_variables(SUPERSESSION_PROMPT, template)
-        return template
 
     @classmethod
     def builder(cls, llm: Runnable[Any, Any] | None) -> SupersessionJudgeBuilder:
@@ -576,15 +551,7 @@ class SupersessionJudge(
             ValidationError: If ``memory`` or ``candidates`` is missing or invalid.
         """
         request = self._request(input, kwargs)
-        return run_as_chain(
-            self,
-            lambda child: self._judge(request, child),
-            input,
-            config,
-            output=_run_output,
-            event=SUPERSESSION_EVENT,
-            event_data=self._event_data,
-        )
+        return self._run_chain(request, input, config)
 
     async def ainvoke(
         self,
@@ -594,18 +561,7 @@ class SupersessionJudge(
     ) -> SupersessionDecision:
         """Async :meth:`invoke`; the model is awaited, and a timeout cancels its call."""
         request = self._request(input, kwargs)
-        return await arun_as_chain(
-            self,
-            lambda child: self._ajudge(request, child),
-            input,
-            config,
-            output=_run_output,
-            event=SUPERSESSION_EVENT,
-            event_data=self._event_data,
-        )
-
-    def _event_data(self, decision: SupersessionDecision) -> dict[str, Any]:
-        return decision.event_data(self.get_name())
+        return await self._arun_chain(request, input, config)
 
     def _request(self, input_: Any, kwargs: Mapping[str, Any]) -> SupersessionInput:
         name = self.get_name()
@@ -620,48 +576,21 @@ class SupersessionJudge(
             raise TypeError(msg)
         return SupersessionInput.model_validate(dict(input_))
 
-    def _judge(self, request: SupersessionInput, config: RunnableConfig) -> SupersessionDecision:
-        early = self._early_decision(request)
-        if early is not None:
-            return early
-        block = self._render(request.candidates)
-        try:
-            reply = call_with_deadline(
-                lambda: self._ask(request.memory, block, config),
-                self.timeout,
-                name=f"{self.get_name()}-model-call",
-            )
-        except Exception as exc:
-            return self._failed(request, block, exc)
-        return self._answered(request, reply)
-
-    async def _ajudge(
-        self, request: SupersessionInput, config: RunnableConfig
-    ) -> SupersessionDecision:
-        early = self._early_decision(request)
-        if early is not None:
-            return early
-        block = self._render(request.candidates)
-        try:
-            reply = await self._aask_within_timeout(request.memory, block, config)
-        except Exception as exc:
-            return self._failed(request, block, exc)
-        return self._answered(request, reply)
-
-    async def _aask_within_timeout(
-        self, memory: str, block: CandidateBlock, config: RunnableConfig
-    ) -> _Reply:
-        if self.timeout is None:
-            return await self._aask(memory, block, config)
-        return await asyncio.wait_for(self._aask(memory, block, config), self.timeout)
-
-    def _early_decision(self, request: SupersessionInput) -> SupersessionDecision | None:
+    def _early(self, request: SupersessionInput) -> SupersessionDecision | None:
         if not request.candidates:
             return SupersessionDecision([], [], SupersessionMethod.SKIPPED_EMPTY)
         if self.llm is None:
             logger.debug("%s has no llm; superseding nothing.", self.get_name())
             return _fallback(request, SupersessionMethod.FALLBACK_NO_LLM, shown=0)
         return None
+
+    def _question(self, request: SupersessionInput) -> PointerQuestion:
+        block = self._render(request.candidates)
+        variables = {
+            "memory": snippet(request.memory, self.snippet_chars),
+            "candidates": block.text,
+        }
+        return PointerQuestion(block, variables, judgement_model(block.shown))
 
     def _render(self, candidates: list[Document]) -> CandidateBlock:
         block = render_memories(
@@ -676,44 +605,20 @@ class SupersessionJudge(
             )
         return block
 
-    def _variables(self, memory: str, block: CandidateBlock) -> dict[str, str]:
-        return {"memory": snippet(memory, self.snippet_chars), "candidates": block.text}
-
-    def _ask(self, memory: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
-        assert self.llm is not None  # noqa: S101 - checked by _early_decision
-        prompt_value = self.prompt.invoke(self._variables(memory, block), config)
-        answer = call_model(self.llm, prompt_value, config, **self._call_options(block))
-        return _reply(answer, block, prompt_value)
-
-    async def _aask(self, memory: str, block: CandidateBlock, config: RunnableConfig) -> _Reply:
-        assert self.llm is not None  # noqa: S101 - checked by _early_decision
-        prompt_value = await self.prompt.ainvoke(self._variables(memory, block), config)
-        answer = await acall_model(self.llm, prompt_value, config, **self._call_options(block))
-        return _reply(answer, block, prompt_value)
-
-    def _call_options(self, block: CandidateBlock) -> dict[str, Any]:
-        return {
-            "structured_output": self.structured_output,
-            "output": judgement_model(block.shown),
-            "owner": self.get_name(),
-            "log": logger,
-        }
-
     def _failed(
         self, request: SupersessionInput, block: CandidateBlock, exc: Exception
     ) -> SupersessionDecision:
-        method = _FAILURE_METHODS[failure_kind(exc)]
-        error = f"{type(exc).__name__}: {exc}"
+        failure = model_failure(exc, SupersessionMethod)
         logger.warning(
             "%s: model call failed (%s); superseding nothing among the %d candidates (%s).",
             self.get_name(),
-            error,
+            failure.error,
             len(request.candidates),
-            method.value,
+            failure.method.value,
         )
-        return _fallback(request, method, shown=block.shown, error=error)
+        return _fallback(request, failure.method, shown=block.shown, error=failure.error)
 
-    def _answered(self, request: SupersessionInput, reply: _Reply) -> SupersessionDecision:
+    def _answered(self, request: SupersessionInput, reply: PointerReply) -> SupersessionDecision:
         try:
             parsed = parse_judgement(reply.text, reply.block.shown, prompt_text=reply.prompt_text)
         except JudgementParseError as exc:
@@ -734,8 +639,15 @@ class SupersessionJudge(
             )
         return _decided(request, reply, parsed)
 
+    def _run_output(self, decision: SupersessionDecision) -> dict[str, Any]:
+        return {
+            "method": decision.method.value,
+            SUPERSEDES_KEY: decision.supersedes,
+            REPEATS_KEY: decision.repeats,
+        }
 
-class SupersessionJudgeBuilder(ComponentBuilder["SupersessionJudge"]):
+
+class SupersessionJudgeBuilder(PointerBuilder["SupersessionJudge"]):
     r"""Step-by-step construction of a :class:`SupersessionJudge`.
 
     Example:
@@ -757,17 +669,9 @@ class SupersessionJudgeBuilder(ComponentBuilder["SupersessionJudge"]):
         ```
     """
 
-    def max_candidates(self, value: int) -> SupersessionJudgeBuilder:
-        """Show the model at most ``value`` candidates."""
-        return self._with(max_candidates=value)
-
     def snippet_chars(self, value: int) -> SupersessionJudgeBuilder:
         """Cut the new memory's and each candidate's text to ``value`` characters."""
         return self._with(snippet_chars=value)
-
-    def timeout(self, seconds: float | None) -> SupersessionJudgeBuilder:
-        """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
-        return self._with(timeout=seconds)
 
     def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> SupersessionJudge:
         """Create the judge.
@@ -797,21 +701,8 @@ def _answer_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _valid_pointers(items: list[Any], shown: int) -> tuple[int, ...]:
-    pointers: list[int] = []
-    for item in items:
-        if type(item) is int and 1 <= item <= shown and item not in pointers:
-            pointers.append(item)
-    return tuple(pointers)
-
-
-def _reply(answer: ModelAnswer, block: CandidateBlock, prompt_value: PromptValue) -> _Reply:
-    prompt_text = "\n".join(message.text for message in prompt_value.to_messages())
-    return _Reply(answer.reply.text, answer.structured, block, prompt_text)
-
-
 def _decided(
-    request: SupersessionInput, reply: _Reply, parsed: ParsedJudgement
+    request: SupersessionInput, reply: PointerReply, parsed: ParsedJudgement
 ) -> SupersessionDecision:
     candidates = request.candidates
     supersedes = _unique([candidates[p - 1] for p in parsed.supersedes])
@@ -861,11 +752,3 @@ def _unique(documents: list[Document]) -> list[Document]:
             seen.add(id(document))
             unique.append(document)
     return unique
-
-
-def _run_output(decision: SupersessionDecision) -> dict[str, Any]:
-    return {
-        "method": decision.method.value,
-        SUPERSEDES_KEY: decision.supersedes,
-        REPEATS_KEY: decision.repeats,
-    }

@@ -6,7 +6,6 @@ import logging
 import re
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,6 +38,7 @@ from cogito_lc.document_compressors.pointer_filter import (
     PointerOutputParser,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+from tests.unit_tests.document_compressors._helpers import MODEL_FAILURES
 from tests.unit_tests.fakes import Gate, Recorder, ScriptedChatModel, StatusError
 
 QUERY = "how long do auth tokens last?"
@@ -345,17 +345,7 @@ def test_no_llm_returns_candidates_in_stage1_order_without_a_call() -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "method"),
-    [
-        (ConnectionRefusedError("refused"), FilterMethod.FALLBACK_UNREACHABLE),
-        (httpx.ConnectError("refused"), FilterMethod.FALLBACK_UNREACHABLE),
-        (StatusError(503), FilterMethod.FALLBACK_UNREACHABLE),
-        (StatusError(429), FilterMethod.FALLBACK_UNREACHABLE),
-        (TimeoutError("slow"), FilterMethod.FALLBACK_TIMEOUT),
-        (httpx.ReadTimeout("slow"), FilterMethod.FALLBACK_TIMEOUT),
-        (StatusError(401), FilterMethod.FALLBACK_ERROR),
-        (ValueError("client bug"), FilterMethod.FALLBACK_ERROR),
-    ],
+    ("error", "method"), [(error, FilterMethod(tag)) for error, tag in MODEL_FAILURES]
 )
 def test_model_failures_fall_back_to_stage1_order(
     error: Exception, method: FilterMethod, caplog: pytest.LogCaptureFixture

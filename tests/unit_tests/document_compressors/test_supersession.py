@@ -6,7 +6,6 @@ import logging
 import re
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,6 +29,7 @@ from cogito_lc.document_compressors.supersession import (
     render_memories,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
+from tests.unit_tests.document_compressors._helpers import MODEL_FAILURES
 from tests.unit_tests.fakes import (
     AsyncOnlyChatModel,
     Gate,
@@ -448,18 +448,7 @@ async def test_no_candidates_skip_the_model(asynchronous: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "method"),
-    [
-        (ConnectionRefusedError("refused"), SupersessionMethod.FALLBACK_UNREACHABLE),
-        (httpx.ConnectError("refused"), SupersessionMethod.FALLBACK_UNREACHABLE),
-        (StatusError(503), SupersessionMethod.FALLBACK_UNREACHABLE),
-        (StatusError(429), SupersessionMethod.FALLBACK_UNREACHABLE),
-        (TimeoutError("slow"), SupersessionMethod.FALLBACK_TIMEOUT),
-        (httpx.ReadTimeout("slow"), SupersessionMethod.FALLBACK_TIMEOUT),
-        (StatusError(401), SupersessionMethod.FALLBACK_ERROR),
-        (ValueError("client bug"), SupersessionMethod.FALLBACK_ERROR),
-        (RuntimeError("anything"), SupersessionMethod.FALLBACK_ERROR),
-    ],
+    ("error", "method"), [(error, SupersessionMethod(tag)) for error, tag in MODEL_FAILURES]
 )
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_model_failures_decide_nothing(
