@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -33,9 +34,11 @@ from pydantic import (
 
 from cogito_lc._core.timestamps import parse_since
 from cogito_lc._core.validation import check_similarity_floor, check_unicode, echo
-from cogito_lc.memory.memory_store import RESERVED_METADATA_KEYS
+from cogito_lc._core.versions import check_as_of
+from cogito_lc.memory.memory_store import RESERVED_METADATA_KEYS, AddResult, ForgetResult
 
 __all__ = [
+    "AS_OF_HELP",
     "ID_PATTERN",
     "LIMIT_MAX",
     "METADATA_SCHEMA",
@@ -43,6 +46,7 @@ __all__ = [
     "USER_PATTERN",
     "AddBody",
     "AddResponse",
+    "AsOf",
     "CalibrateRequest",
     "CalibrateResponse",
     "DeleteResponse",
@@ -50,8 +54,13 @@ __all__ = [
     "FieldError",
     "FlushBody",
     "FlushResponse",
+    "ForgetAudit",
+    "ForgetBody",
+    "ForgetResponse",
     "HealthResponse",
+    "HistoryResponse",
     "MemoryHit",
+    "MemoryIds",
     "MemoryList",
     "MemoryRecord",
     "QueryResponse",
@@ -68,8 +77,13 @@ __all__ = [
     "StoreBody",
     "StoreResponse",
     "ValidationErrorResponse",
+    "add_response",
+    "check_as_of_text",
     "check_metadata",
     "finite",
+    "forget_response",
+    "forget_target_errors",
+    "not_nullable",
     "request_models",
     "text_field",
 ]
@@ -111,6 +125,45 @@ Threshold = Annotated[
     StrictFloat,
     AfterValidator(partial(check_similarity_floor, name="threshold")),
     Field(json_schema_extra={"minimum": -1.0, "maximum": 1.0}),
+]
+
+
+def check_as_of_text(value: str) -> str:
+    """``value`` unchanged when it is a past ISO 8601 time (the error names ``as_of``).
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import check_as_of_text
+
+        assert check_as_of_text("2026-01-01T00:00:00Z") == "2026-01-01T00:00:00Z"
+        ```
+    """
+    check_as_of(value)
+    return value
+
+
+AS_OF_HELP = (
+    "Read what was current at this ISO 8601 instant (not in the future): memories "
+    "created by then and not yet superseded then."
+)
+AsOf = Annotated[
+    StrictStr,
+    AfterValidator(check_as_of_text),
+    Field(json_schema_extra={"format": "date-time"}, description=AS_OF_HELP),
+]
+"""An ``as_of`` time a request may give: ISO 8601, not in the future."""
+IncludeSuperseded = Annotated[
+    StrictBool,
+    Field(description="Also return memories a newer one superseded (ignored with as_of)."),
+]
+Supersede = Annotated[
+    StrictBool | None,
+    Field(
+        description=(
+            "Judge which stored memories the new ones supersede or repeat (default: on "
+            "when the server has a model)."
+        )
+    ),
 ]
 
 _META_VALUE_SCHEMA: dict[str, Any] = {
@@ -217,6 +270,8 @@ class SearchBody(ScopedBody):
     threshold: Threshold | None = Field(
         default=None, description="Lowest cosine similarity a result may have (-1..1)."
     )
+    as_of: AsOf | None = None
+    include_superseded: IncludeSuperseded = False
 
 
 class RecallBody(SearchBody):
@@ -236,6 +291,13 @@ class RecallBody(SearchBody):
         return value
 
 
+MemoryIds = Annotated[
+    list[Annotated[StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS)]],
+    Field(min_length=1, max_length=LIMIT_MAX),
+]
+"""A list of existing memory ids (1 to :data:`LIMIT_MAX`)."""
+
+
 class StoreBody(ScopedBody):
     """Write one memory verbatim."""
 
@@ -247,6 +309,13 @@ class StoreBody(ScopedBody):
         description="Memory id; by default a stable hash of scope and text (idempotent).",
     )
     metadata: Metadata | None = None
+    supersedes: MemoryIds | None = Field(
+        default=None,
+        description=(
+            "Ids of current memories of the scope this one replaces: they stay stored, "
+            "marked superseded, and reads leave them out (404 if one is not current here)."
+        ),
+    )
 
 
 class AddBody(ScopedBody):
@@ -256,6 +325,7 @@ class AddBody(ScopedBody):
     context_hints: list[Annotated[StrictStr, Field(max_length=1000)]] = Field(
         default_factory=list, max_length=20, description="Hints that help fact extraction."
     )
+    supersede: Supersede = None
 
 
 class SnapshotBuildRequest(ScopedBody):
@@ -302,6 +372,86 @@ class FlushBody(ScopedBody):
     window_size: Annotated[int, Field(strict=True, ge=1, le=100), BeforeValidator(_integral)] = (
         Field(default=8, description="Messages per extraction window.")
     )
+    supersede: Supersede = None
+
+
+FORGET_MAX_IDS = LIMIT_MAX
+REASON_MAX_CHARS = 200
+ForgetIds = MemoryIds
+
+
+def _not_null(value: Any, name: str) -> Any:
+    if value is None:
+        msg = f"{name} must not be null; leave it out instead"
+        raise ValueError(msg)
+    return value
+
+
+def not_nullable(schema: dict[str, Any]) -> None:
+    """Publish an optional field as its type alone: left out, never null.
+
+    Validation keeps the field nullable (so its errors are named by the field
+    alone); a validator refuses an explicit null.
+    """
+    options = schema.pop("anyOf", None) or []
+    kept = [option for option in options if option.get("type") != "null"]
+    if len(kept) == 1:
+        schema.update({**kept[0], **schema})
+    schema.pop("default", None)
+
+
+class ForgetBody(ScopedBody):
+    """Forget memories, each with every version of it: by what they say, or by id."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        regex_engine="rust-regex",
+        json_schema_extra={"oneOf": [{"required": ["query"]}, {"required": ["ids"]}]},
+    )
+
+    query: StrictStr | None = Field(
+        default=None,
+        description='What to forget, in words ("my phone number"); give this or ids.',
+        json_schema_extra=not_nullable,
+    )
+    ids: ForgetIds | None = Field(
+        default=None,
+        description=f"The ids of the memories to forget (1..{FORGET_MAX_IDS}); or query.",
+        json_schema_extra=not_nullable,
+    )
+    reason: StrictStr = Field(
+        default="request",
+        min_length=1,
+        max_length=REASON_MAX_CHARS,
+        pattern=NON_BLANK,
+        description="Why, for the audit record (never put the forgotten text here).",
+    )
+
+    @field_validator("query", "ids", mode="before")
+    @classmethod
+    def _given_not_null(cls, value: Any, info: Any) -> Any:
+        return _not_null(value, str(info.field_name))
+
+
+def forget_target_errors(query: str | None, ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The 422 errors of a forget request that does not give exactly one of query and ids.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import forget_target_errors
+
+        assert forget_target_errors("my phone number", None) == []
+        [error] = forget_target_errors(None, None)
+        assert error["loc"] == ("body", "query")
+        ```
+    """
+    if query is None and ids is None:
+        msg = "give query (what to forget) or ids (which memories): exactly one of them"
+        return [{"loc": ("body", "query"), "msg": msg, "type": "missing"}]
+    if query is not None and ids is not None:
+        msg = "give query or ids, not both: forget by what memories say, or by their ids"
+        return [{"loc": ("body", "ids"), "msg": msg, "type": "value_error"}]
+    return []
 
 
 @dataclass(frozen=True)
@@ -313,6 +463,7 @@ class RequestModels:
     recall: type[RecallBody]
     store: type[StoreBody]
     add: type[AddBody]
+    forget: type[ForgetBody]
 
 
 def text_field(max_chars: int, what: str) -> Any:
@@ -362,7 +513,24 @@ def request_models(max_text_chars: int, max_query_chars: int) -> RequestModels:
 
         text: StrictStr = text_field(max_text_chars, "The text to extract facts from")
 
-    return RequestModels(QueryRequest, RecallBRequest, RecallRequest, StoreRequest, AddRequest)
+    class ForgetRequest(ForgetBody):
+        """Forget memories, each with every version of it: by what they say, or by id."""
+
+        query: StrictStr | None = Field(
+            default=None,
+            min_length=1,
+            max_length=max_query_chars,
+            pattern=NON_BLANK,
+            json_schema_extra=not_nullable,
+            description=(
+                f"What to forget, in words (non-blank, at most {max_query_chars} characters); "
+                "give this or ids."
+            ),
+        )
+
+    return RequestModels(
+        QueryRequest, RecallBRequest, RecallRequest, StoreRequest, AddRequest, ForgetRequest
+    )
 
 
 # -- responses ------------------------------------------------------------------
@@ -414,12 +582,25 @@ class StoreResponse(BaseModel):
 
 
 class AddResponse(BaseModel):
-    """What ``/add`` stored: texts (reference shape), their ids and the method tag."""
+    """What ``/add`` stored: texts (reference shape), their ids and the method tag.
+
+    With supersession, ``superseded`` lists the memories the new ones replaced (kept,
+    marked, left out of reads; see ``/history/{id}``) and ``repeated`` the stored ones
+    the text only repeated; a forget request stores nothing (``method`` ``forgotten``)
+    and lists what it forgot in ``forgotten``.
+    """
 
     count: int
     memories: list[str]
     ids: list[str]
     method: str
+    superseded: list[str] = Field(default_factory=list)
+    repeated: list[str] = Field(default_factory=list)
+    forgotten: list[str] = Field(default_factory=list)
+    supersession: str | None = Field(
+        default=None,
+        description="The judge's method tag (judged, skipped_empty, fallback_*); null: none asked.",
+    )
 
 
 class MemoryRecord(BaseModel):
@@ -440,10 +621,39 @@ class MemoryList(BaseModel):
 
 
 class DeleteResponse(BaseModel):
-    """The deleted memory's id."""
+    """The deleted memory's id, and the ids of every version deleted with it."""
 
     id: str
     deleted: bool = True
+    forgotten: list[str] = Field(default_factory=list)
+
+
+class ForgetAudit(BaseModel):
+    """The audit record kept of a forgetting: ids, time, scope and reason, never text."""
+
+    event: str
+    ids: list[str]
+    count: int
+    at: str
+    scope: dict[str, str]
+    reason: str
+
+
+class ForgetResponse(BaseModel):
+    """What ``/forget`` removed (each memory with every version) and the audit record."""
+
+    ids: list[str]
+    count: int
+    method: str
+    audit: ForgetAudit
+
+
+class HistoryResponse(BaseModel):
+    """Every version of a memory, oldest first, as stored; ``current`` is the live one."""
+
+    id: str
+    current: str | None
+    versions: list[MemoryRecord]
 
 
 class HealthResponse(BaseModel):
@@ -497,6 +707,10 @@ class FlushResponse(BaseModel):
     skipped_near_duplicate: int
     verbatim_windows: int
     methods: list[str]
+    superseded: list[str] = Field(default_factory=list)
+    repeated: list[str] = Field(default_factory=list)
+    forgotten: list[str] = Field(default_factory=list)
+    supersession: str | None = None
 
 
 class ErrorResponse(BaseModel):
@@ -518,3 +732,27 @@ class ValidationErrorResponse(BaseModel):
 
     detail: str
     errors: list[FieldError]
+
+
+def add_response(result: AddResult) -> AddResponse:
+    """The answer of ``/add`` (and of the MCP ``add`` tool) for what ``MemoryStore.add`` did."""
+    return AddResponse(
+        count=result.count,
+        memories=[doc.page_content for doc in result.memories],
+        ids=[doc.id or "" for doc in result.memories],
+        method=result.method,
+        superseded=result.superseded,
+        repeated=result.repeated,
+        forgotten=result.forgotten,
+        supersession=result.supersession,
+    )
+
+
+def forget_response(result: ForgetResult) -> ForgetResponse:
+    """The answer of ``/forget`` (and of the MCP ``forget`` tool) for what was forgotten."""
+    return ForgetResponse(
+        ids=result.ids,
+        count=result.count,
+        method=result.method,
+        audit=ForgetAudit.model_validate(result.audit),
+    )

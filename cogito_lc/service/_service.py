@@ -13,9 +13,17 @@ time). Concurrent ``/store`` requests are written together, one embeddings call
 per batch (group commit, :mod:`cogito_lc.service._batch`).
 
 Exceptions become HTTP errors with short messages: a missing memory 404, an id of
-another memory 409, a model or upstream server that did not answer 502, a store
-failure 503. Anything else is a bug (requests are validated before they
-reach the store): it is logged with its traceback and answered 500 without details.
+another memory 409, an ``as_of`` the store refuses 422 naming it, a model or
+upstream server that did not answer 502, a store failure 503. Anything else is a
+bug (requests are validated before they reach the store): it is logged with its
+traceback and answered 500 without details.
+
+With a supersession judge (``ServiceOptions.judge``, built from the extraction
+model), ``add`` and ``flush`` supersede by default: the memories a new one
+replaces stay stored, marked, and reads leave them out unless asked
+(``include_superseded``, ``as_of``). Forgetting and deleting go through
+:meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>`: every version, the
+lexical index, the scope's snapshot, and an audit record.
 """
 
 from __future__ import annotations
@@ -25,24 +33,36 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.transport import TRANSPORT_ERROR_NAMES, exception_chain
-from cogito_lc.memory.memory_store import AddResult, MemoryNotFoundError, MemoryStore
-from cogito_lc.service._batch import PendingStore, StoreBatcher
+from cogito_lc._core.versions import check_as_of, is_superseded, version_filter
+from cogito_lc.memory.memory_store import (
+    AddResult,
+    ForgetResult,
+    MemoryConflictError,
+    MemoryNotFoundError,
+    MemoryStore,
+)
+from cogito_lc.service._batch import PendingStore, StoreBatcher, check_pending, id_conflict
 from cogito_lc.service._schemas import MemoryHit, finite
+
+if TYPE_CHECKING:
+    from cogito_lc.document_compressors.supersession import SupersessionJudge
 
 __all__ = ["MemoryService", "ScopeView", "ServiceOptions", "http_error_for"]
 
@@ -55,6 +75,12 @@ SCOPES_DIR = "scopes"
 
 # An Ollama ResponseError (model missing, server error) is upstream too for the service.
 _UPSTREAM_NAMES = TRANSPORT_ERROR_NAMES | {"ResponseError"}
+
+_LIST_PAGE = 500
+"""How many memories one read of a filtered listing (``include_superseded``, ``as_of``) takes."""
+_NO_MATCH = "no memory in this scope matches the query"
+_NOT_HERE = "no memory with this id in this scope"
+_NOT_CURRENT = "supersedes names a memory that is not a current memory of this scope"
 
 
 @dataclass
@@ -74,6 +100,9 @@ class ServiceOptions:
     worker_threads: int = 4
     max_views: int = 256
     max_batch: int = 64
+    judge: SupersessionJudge | None = None
+    """Decides what a new memory supersedes or repeats on ``add`` and ``flush``; None: the
+    memory store's own judge, if any."""
 
 
 @dataclass
@@ -151,6 +180,22 @@ def _is_store_failure(exc: BaseException) -> bool:
     return False
 
 
+@contextmanager
+def as_of_errors(as_of: str | None, location: str = "body") -> Iterator[None]:
+    """Turn the store's refusal of a given ``as_of`` into a 422 naming the field.
+
+    The request schema refuses a time in the future or one that is not ISO 8601;
+    the store may refuse more (a time it has no memory for), after validation.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        if as_of is None or "as_of" not in str(exc):
+            raise
+        error = {"loc": (location, "as_of"), "msg": str(exc), "type": "value_error"}
+        raise RequestValidationError([error]) from exc
+
+
 def http_error_for(exc: Exception) -> HTTPException | None:
     """The HTTP error an exception from the memory layer becomes, or None (a bug: 500)."""
     if isinstance(exc, HTTPException):
@@ -195,6 +240,10 @@ class MemoryService:
     def __init__(self, memory: MemoryStore, options: ServiceOptions) -> None:
         self.memory = memory
         self.options = options
+        if memory.judge is None:  # the service's judge writes for a store that has none
+            memory.judge = options.judge
+        self.judge = memory.judge
+        """The supersession judge every scope writes with (None: no supersession by default)."""
         self.reads = CapacityLimiter(options.worker_threads)
         self.writes = CapacityLimiter(1)
         self.jobs = CapacityLimiter(1)
@@ -258,26 +307,44 @@ class MemoryService:
         digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
         root = self.memory.state
         state = root.child(f"{SCOPES_DIR}/{digest}") if root is not None else None
-        return self.memory.scoped(
+        scoped = self.memory.scoped(
             {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )
+        # A view judges and forgets as the store it comes from.
+        scoped.judge = self.memory.judge
+        scoped.supersession_candidates = self.memory.supersession_candidates
+        scoped.forget_min_cosine = self.memory.forget_min_cosine
+        scoped.forget_margin = self.memory.forget_margin
+        return scoped
 
     def _retriever(self, view: ScopeView, kind: str) -> Any:
+        """The view's retriever of ``kind`` (``recall_b``, ``recall``, ``recall:all``), kept."""
         with self._lock:
             retriever = view.retrievers.get(kind)
         if retriever is not None:
             return retriever
-        if kind == "recall_b":
-            retriever = view.memory.as_retriever("recall_b")
-        else:
-            retriever = view.memory.as_retriever(
-                "recall",
-                llm=self.options.filter_llm,
-                timeout=self.options.filter_timeout,
-                structured_output=self.options.structured_output,
-            )
+        retriever = self._build(
+            view, kind.partition(":")[0], include_superseded=kind.endswith(":all")
+        )
         with self._lock:
             return view.retrievers.setdefault(kind, retriever)
+
+    def _build(self, view: ScopeView, kind: str, **fields: Any) -> Any:
+        if kind == "recall_b":
+            return view.memory.as_retriever("recall_b", **fields)
+        return view.memory.as_retriever(
+            "recall",
+            llm=self.options.filter_llm,
+            timeout=self.options.filter_timeout,
+            structured_output=self.options.structured_output,
+            **fields,
+        )
+
+    def _two_stage(self, view: ScopeView, as_of: str | None, include_superseded: bool) -> Any:
+        """The two-stage retriever reading the versions asked for (one built per ``as_of``)."""
+        if as_of is None:
+            return self._retriever(view, "recall:all" if include_superseded else "recall")
+        return self._build(view, "recall", as_of=check_as_of(as_of))
 
     # -- reads --------------------------------------------------------------------
 
@@ -286,19 +353,46 @@ class MemoryService:
         return view.memory.count()
 
     def query(
-        self, view: ScopeView, text: str, limit: int | None, threshold: float | None
+        self,
+        view: ScopeView,
+        text: str,
+        limit: int | None,
+        threshold: float | None,
+        as_of: str | None = None,
+        include_superseded: bool = False,
     ) -> list[MemoryHit]:
         """Plain vector search in the scope, scored by cosine similarity to the query."""
         floor = threshold if threshold is not None else self.options.query_threshold
-        found = view.memory.search(text, k=limit or self.options.query_limit, threshold=floor)
+        with as_of_errors(as_of):
+            found = view.memory.search(
+                text,
+                k=limit or self.options.query_limit,
+                threshold=floor,
+                as_of=as_of,
+                include_superseded=include_superseded,
+            )
         return [_hit(doc, score) for doc, score in found]
 
     def recall_b(
-        self, view: ScopeView, text: str, limit: int | None, threshold: float | None
+        self,
+        view: ScopeView,
+        text: str,
+        limit: int | None,
+        threshold: float | None,
+        as_of: str | None = None,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryHit], str]:
         """RecallB in the scope; the method tag even when nothing is found."""
         retriever = self._retriever(view, "recall_b")
-        docs = retriever.invoke(text, k=limit or self.options.recall_limit)
+        with as_of_errors(as_of):
+            docs = retriever.invoke(
+                text,
+                k=limit or self.options.recall_limit,
+                as_of=as_of,
+                include_superseded=include_superseded,
+            )
+            if as_of is not None and not docs:  # as /query: a time before every memory
+                view.memory.check_as_of(as_of)
         method = _tag(docs, "method") or retriever.decompose(text).method
         return self._hits(docs, threshold), method
 
@@ -309,16 +403,21 @@ class MemoryService:
         limit: int | None,
         threshold: float | None,
         since: str | None,
+        as_of: str | None = None,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryHit], str, str | None]:
         """Two-stage recall in the scope: hits, the filter's method tag and stage 1's."""
         from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT
 
-        retriever = self._retriever(view, "recall")
         capture = _MethodCapture(RETRIEVAL_EVENT)
         kwargs: dict[str, Any] = {"k": limit or self.options.recall_limit}
         if since is not None:
             kwargs["since"] = since
-        docs = retriever.invoke(text, {"callbacks": [capture]}, **kwargs)
+        with as_of_errors(as_of):
+            retriever = self._two_stage(view, as_of, include_superseded)
+            docs = retriever.invoke(text, {"callbacks": [capture]}, **kwargs)
+            if as_of is not None and not docs:
+                view.memory.check_as_of(as_of)
         method = capture.data.get("filter_method") or _tag(docs, "filter_method") or "unknown"
         recall_method = capture.data.get("recall_method")
         return self._hits(docs, threshold), str(method), recall_method
@@ -330,6 +429,8 @@ class MemoryService:
         limit: int | None,
         threshold: float | None,
         since: str | None,
+        as_of: str | None = None,
+        include_superseded: bool = False,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Two-stage recall as it happens: ``("candidates", ...)`` then ``("result", ...)``.
 
@@ -340,7 +441,8 @@ class MemoryService:
         """
         from cogito_lc.retrievers.cogito_retriever import CANDIDATES_EVENT, RETRIEVAL_EVENT
 
-        retriever = self._retriever(view, "recall")
+        with as_of_errors(as_of):
+            retriever = self._two_stage(view, as_of, include_superseded)
         events = _EventQueue({CANDIDATES_EVENT, RETRIEVAL_EVENT})
         kwargs: dict[str, Any] = {"k": limit or self.options.recall_limit}
         if since is not None:
@@ -355,6 +457,9 @@ class MemoryService:
             try:
                 docs = await task
             except Exception as exc:
+                if as_of is not None and isinstance(exc, ValueError) and "as_of" in str(exc):
+                    yield "error", {"status": 422, "detail": f"as_of: {exc}"}
+                    return
                 error = http_error_for(exc)
                 if error is None:
                     logger.exception("streamed recall failed")
@@ -387,9 +492,57 @@ class MemoryService:
             hits.append(_hit(doc, details.get("score")))
         return hits
 
-    def page(self, view: ScopeView, limit: int, offset: int) -> tuple[list[Document], int]:
-        """A page of the scope's memories and how many the scope holds."""
-        return view.memory.list(limit=limit, offset=offset), view.memory.count()
+    def page(
+        self,
+        view: ScopeView,
+        limit: int,
+        offset: int,
+        include_superseded: bool = True,
+        as_of: str | None = None,
+    ) -> tuple[list[Document], int]:
+        """A page of the scope's memories and how many the listing holds.
+
+        Every version by default; current ones only without ``include_superseded``,
+        or those current at ``as_of``. A filtered listing reads the whole scope.
+        """
+        if include_superseded and as_of is None:
+            return view.memory.list(limit=limit, offset=offset), view.memory.count()
+        with as_of_errors(as_of, "query"):
+            return self._filtered_page(view, limit, offset, include_superseded, as_of)
+
+    def _filtered_page(
+        self,
+        view: ScopeView,
+        limit: int,
+        offset: int,
+        include_superseded: bool,
+        as_of: str | None,
+    ) -> tuple[list[Document], int]:
+        keep = version_filter(
+            as_of=None if as_of is None else check_as_of(as_of),
+            include_superseded=include_superseded,
+        )
+        kept: list[Document] = []
+        read = 0
+        while True:
+            batch = view.memory.list(limit=_LIST_PAGE, offset=read)
+            kept.extend(doc for doc in batch if keep is None or keep(doc.metadata))
+            read += len(batch)
+            if len(batch) < _LIST_PAGE:
+                break
+        if as_of is not None and not kept:
+            view.memory.check_as_of(as_of)
+        return kept[offset : offset + limit], len(kept)
+
+    def history(self, view: ScopeView, memory_id: str) -> tuple[list[Document], str | None]:
+        """Every version of a memory of the scope, oldest first, and the current one's id.
+
+        Raises:
+            MemoryNotFoundError: If the scope has no memory with this id.
+        """
+        versions = view.memory.history(memory_id)
+        current = [doc.id for doc in versions if not is_superseded(doc.metadata)]
+        return versions, (current[-1] or None) if current else None
 
     def get(self, view: ScopeView, memory_id: str) -> Document:
         """The memory with this id in the scope.
@@ -416,11 +569,18 @@ class MemoryService:
         text: str,
         memory_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        supersedes: Sequence[str] | None = None,
     ) -> Document:
         """Store ``text`` verbatim, batched with concurrent stores (one embeddings call).
 
-        An explicit id held by another memory (of any scope) is a 409.
+        An explicit id held by another memory (of any scope) is a 409. With
+        ``supersedes`` the memory is written on its own, replacing those (404 when one
+        is not a current memory of the scope).
         """
+        if supersedes:
+            return await self.write(
+                self.store_superseding, view, text, memory_id, metadata, supersedes
+            )
         try:
             return await self.batcher.submit(PendingStore(view.memory, text, memory_id, metadata))
         except HTTPException:
@@ -431,25 +591,93 @@ class MemoryService:
                 raise
             raise error from exc
 
-    def add(self, view: ScopeView, text: str, context_hints: Sequence[str]) -> AddResult:
-        """Extract facts and store them (MemoryStore semantics: nothing is lost)."""
-        return view.memory.add(text, context_hints=context_hints)
+    def store_superseding(
+        self,
+        view: ScopeView,
+        text: str,
+        memory_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        supersedes: Sequence[str],
+    ) -> Document:
+        """Store ``text`` as the new version of the memories ``supersedes`` names.
+
+        Raises:
+            RequestValidationError: If the text, id or metadata cannot be stored.
+            HTTPException: 409 for an id held by another memory, 404 when a memory
+                to supersede is not current in the scope.
+        """
+        check_pending(PendingStore(view.memory, text, memory_id, metadata))
+        try:
+            return view.memory.store(
+                text,
+                id=memory_id,
+                metadata=metadata,
+                supersedes=list(dict.fromkeys(supersedes)),
+            )
+        except MemoryConflictError:
+            raise id_conflict() from None
+        except MemoryNotFoundError:
+            raise HTTPException(404, _NOT_CURRENT) from None
+
+    def add(
+        self,
+        view: ScopeView,
+        text: str,
+        context_hints: Sequence[str],
+        supersede: bool | None = None,
+    ) -> AddResult:
+        """Extract facts and store them (MemoryStore semantics: nothing is lost).
+
+        ``supersede`` None judges when the service has a judge; a forget request
+        forgets instead of storing.
+        """
+        return view.memory.add(text, context_hints=context_hints, supersede=supersede)
 
     def flush(
-        self, view: ScopeView, messages: Sequence[Any], session_id: str, window_size: int
+        self,
+        view: ScopeView,
+        messages: Sequence[Any],
+        session_id: str,
+        window_size: int,
+        supersede: bool | None = None,
     ) -> Any:
         """Store what a conversation taught that the scope does not hold (see flush_session)."""
         from cogito_lc.memory.flush import flush_session
 
-        return flush_session(view.memory, messages, session_id=session_id, window_size=window_size)
+        return flush_session(
+            view.memory,
+            messages,
+            session_id=session_id,
+            window_size=window_size,
+            supersede=supersede,
+        )
 
-    def delete(self, view: ScopeView, memory_id: str) -> None:
-        """Delete a memory of the scope.
+    def forget(
+        self,
+        view: ScopeView,
+        query: str | None,
+        ids: Sequence[str] | None,
+        reason: str,
+    ) -> ForgetResult:
+        """Forget memories of the scope, each with every version, keeping an audit record.
+
+        Raises:
+            HTTPException: 404 when the query matches nothing or an id is not in the
+                scope (nothing is forgotten then).
+        """
+        unique = None if ids is None else list(dict.fromkeys(ids))  # the store reads each once
+        try:
+            return view.memory.forget(query, ids=unique, reason=reason)
+        except MemoryNotFoundError:
+            raise HTTPException(404, _NOT_HERE if ids is not None else _NO_MATCH) from None
+
+    def delete(self, view: ScopeView, memory_id: str) -> list[str]:
+        """Forget a memory of the scope with every version of it; their ids.
 
         Raises:
             MemoryNotFoundError: If the scope has no memory with this id.
         """
-        view.memory.delete(memory_id)
+        return view.memory.forget(ids=[memory_id], reason="delete").ids
 
     # -- jobs -------------------------------------------------------------------------
 

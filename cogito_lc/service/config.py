@@ -318,6 +318,10 @@ class CogitoSettings(BaseSettings):
     """How the output schema reaches the model (``json_object`` for llama-cpp-python)."""
     embed_model: str = "huggingface:all-MiniLM-L6-v2"
     """Embeddings; the default is the MiniLM model bundled with the ``local`` extra."""
+    supersession: bool = True
+    """Judge on ``/add`` and ``/flush`` which stored memories a new one supersedes or
+    repeats, with the extraction model (``llm_model``, else ``filter_model``): superseded
+    memories are kept, marked, and left out of reads. Needs a model; false: never."""
 
     # -- store ------------------------------------------------------------------
     store_path: Path = Path("~/.cogito/store")

@@ -1,11 +1,14 @@
 """The memory tools over MCP (Model Context Protocol), for agents outside Python.
 
-Eight tools over the same :class:`~cogito_lc.service._service.MemoryService` the
+Ten tools over the same :class:`~cogito_lc.service._service.MemoryService` the
 HTTP endpoints use, so they act alike: ``recall``, ``recall_b``, ``query``,
-``store``, ``add``, ``snapshot``, ``list_memories`` and ``delete_memory``. Their
-inputs are JSON-schema typed with the HTTP service's limits; a missing, extra or
-invalid argument is a tool error naming the field. Results carry the verbatim
-memory text and ids, as structured content and as JSON text.
+``store``, ``add``, ``snapshot``, ``list_memories``, ``history``, ``forget`` and
+``delete_memory``. Their inputs are JSON-schema typed with the HTTP service's
+limits; a missing, extra or invalid argument is a tool error naming the field.
+Results carry the verbatim memory text and ids, as structured content and as JSON
+text. Reads return current memories (``include_superseded`` adds the superseded
+ones, ``as_of`` reads what was current then); ``forget`` and ``delete_memory``
+remove a memory with every version of it and keep an audit record.
 
 Two transports, built on the official ``mcp`` SDK (the ``mcp`` extra):
 
@@ -43,6 +46,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from cogito_lc._core.extras import missing_extra
@@ -62,12 +66,21 @@ from starlette.responses import JSONResponse
 from cogito_lc._core.timestamps import parse_since
 from cogito_lc.retrievers.lexical_sync import lexical_sync_for
 from cogito_lc.service._schemas import (
+    AS_OF_HELP,
     ID_MAX_CHARS,
     ID_PATTERN,
     LIMIT_MAX,
+    NON_BLANK,
+    REASON_MAX_CHARS,
     AddResponse,
+    AsOf,
     DeleteResponse,
+    ForgetIds,
+    ForgetResponse,
+    HistoryResponse,
+    IncludeSuperseded,
     Limit,
+    MemoryIds,
     MemoryList,
     MemoryRecord,
     Metadata,
@@ -76,8 +89,12 @@ from cogito_lc.service._schemas import (
     RecallResponse,
     SnapshotBuildResponse,
     StoreResponse,
+    Supersede,
     Threshold,
+    add_response,
     finite,
+    forget_response,
+    forget_target_errors,
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
@@ -107,7 +124,9 @@ SCOPE_HEADER = "x-cogito-user"
 INSTRUCTIONS = (
     "Long-term memory. Call recall (or recall_b, which needs no model) with what you "
     "want to remember before answering; call store to keep a fact verbatim, add to "
-    "extract facts from a longer text. Results carry each memory's id and exact text."
+    "extract facts from a longer text (a newer fact supersedes the one it replaces). "
+    "Call forget when the user asks you to forget something; history shows how a "
+    "memory changed. Results carry each memory's id and exact text."
 )
 
 _SCOPES_DISABLED = (
@@ -175,6 +194,18 @@ def _argument_types(max_text_chars: int, max_query_chars: int) -> dict[str, Any]
         "source": Annotated[
             StrictStr, text_field(max_text_chars, "The text to extract facts from")
         ],
+        "forget": Annotated[
+            StrictStr | None,
+            Field(
+                min_length=1,
+                max_length=max_query_chars,
+                pattern=NON_BLANK,
+                description=(
+                    f"What to forget, in words (non-blank, at most {max_query_chars} "
+                    "characters); give this or ids, not both."
+                ),
+            ),
+        ],
     }
 
 
@@ -213,6 +244,27 @@ ExistingId = Annotated[
     StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
 ]
 Rebuild = Annotated[StrictBool, Field(description="Rebuild even when the snapshot is fresh.")]
+AsOfTime = Annotated[AsOf | None, Field(description=AS_OF_HELP)]
+Replaces = Annotated[
+    MemoryIds | None,
+    Field(description="Ids of current memories this one replaces (they are kept, marked)."),
+]
+ListAll = Annotated[
+    StrictBool, Field(description="List superseded memories too (false: current only).")
+]
+WhichIds = Annotated[
+    ForgetIds | None,
+    Field(description="The ids of the memories to forget; give this or query, not both."),
+]
+Reason = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=REASON_MAX_CHARS,
+        pattern=NON_BLANK,
+        description="Why, for the audit record (never the forgotten text).",
+    ),
+]
 
 
 class _Tools:
@@ -236,12 +288,24 @@ class _Tools:
         return self.service.view(user)
 
 
+def _refused(errors: Sequence[Any]) -> ToolError:
+    """A tool error naming each refused argument, as schema errors are named."""
+    named = "; ".join(
+        f"{error['loc'][-1]}: {error['msg']}"
+        for error in errors
+        if isinstance(error, Mapping) and error.get("loc")
+    )
+    return ToolError(f"invalid arguments: {named or 'refused'}")
+
+
 async def _answer(call: Awaitable[T]) -> T:
     """The call's result; its failure as a tool error with a short message, never a path."""
     try:
         return await call
     except ToolError:
         raise
+    except RequestValidationError as exc:
+        raise _refused(exc.errors()) from None
     except HTTPException as exc:
         raise ToolError(str(exc.detail)) from None
     except Exception:
@@ -259,15 +323,20 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
         limit: HowMany = None,
         threshold: Floor = None,
         since: Since = None,
+        as_of: AsOfTime = None,
+        include_superseded: IncludeSuperseded = False,
     ) -> RecallResponse:
         """Recall the memories relevant to ``text``: RecallB, then the pointer filter.
 
         ``method`` is ``filter`` when the model filtered the candidates, or a
-        ``fallback_*``/``skipped_*`` tag when stage 1's order was kept.
+        ``fallback_*``/``skipped_*`` tag when stage 1's order was kept. Current
+        memories only, unless ``include_superseded`` or ``as_of``.
         """
         view = tools.view(ctx)
         hits, method, recall_method = await _answer(
-            service.read(service.recall, view, text, limit, threshold, since)
+            service.read(
+                service.recall, view, text, limit, threshold, since, as_of, include_superseded
+            )
         )
         return RecallResponse(memories=hits, method=method, recall_method=recall_method)
 
@@ -276,10 +345,14 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
         text: query_text,  # type: ignore[valid-type]
         limit: HowMany = None,
         threshold: Floor = None,
+        as_of: AsOfTime = None,
+        include_superseded: IncludeSuperseded = False,
     ) -> RecallBResponse:
         """Recall the memories relevant to ``text`` with RecallB (no model call)."""
         view = tools.view(ctx)
-        hits, method = await _answer(service.read(service.recall_b, view, text, limit, threshold))
+        hits, method = await _answer(
+            service.read(service.recall_b, view, text, limit, threshold, as_of, include_superseded)
+        )
         return RecallBResponse(memories=hits, method=method)
 
     async def query(
@@ -287,10 +360,14 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
         text: query_text,  # type: ignore[valid-type]
         limit: HowMany = None,
         threshold: Floor = None,
+        as_of: AsOfTime = None,
+        include_superseded: IncludeSuperseded = False,
     ) -> QueryResponse:
         """Plain vector search; ``score`` is the cosine similarity to ``text``."""
         view = tools.view(ctx)
-        hits = await _answer(service.read(service.query, view, text, limit, threshold))
+        hits = await _answer(
+            service.read(service.query, view, text, limit, threshold, as_of, include_superseded)
+        )
         return QueryResponse(memories=hits)
 
     return [recall, recall_b, query]
@@ -299,51 +376,91 @@ def _search_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., An
 def _write_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., Any]]:
     service = tools.service
     memory_text, source_text = types["text"], types["source"]
+    forget_text = types["forget"]
 
     async def store(
         ctx: Ctx,
         text: memory_text,  # type: ignore[valid-type]
         id: MemoryId = None,  # noqa: A002 - the HTTP body's field name
         metadata: Metadata | None = None,
+        supersedes: Replaces = None,
     ) -> StoreResponse:
-        """Store one memory verbatim; the same text twice in a scope is one memory."""
+        """Store one memory verbatim; the same text twice in a scope is one memory.
+
+        ``supersedes``: the ids of the current memories this one replaces (kept,
+        marked, left out of reads; see ``history``).
+        """
         view = tools.view(ctx)
-        doc = await _answer(service.store(view, text, id, metadata))
+        doc = await _answer(service.store(view, text, id, metadata, supersedes))
         return StoreResponse(id=doc.id or "", text=doc.page_content)
 
     async def add(
         ctx: Ctx,
         text: source_text,  # type: ignore[valid-type]
         context_hints: Hints | None = None,
+        supersede: Supersede = None,
     ) -> AddResponse:
-        """Extract facts from ``text`` and store each; the text itself when extraction fails."""
+        """Extract facts from ``text`` and store each; the text itself when extraction fails.
+
+        A newer fact supersedes the one it replaces (``superseded``: kept, left out of
+        reads); a forget request ("Please forget my phone number.") forgets instead.
+        """
         view = tools.view(ctx)
-        result = await _answer(service.write(service.add, view, text, context_hints or []))
-        return AddResponse(
-            count=result.count,
-            memories=[doc.page_content for doc in result.memories],
-            ids=[doc.id or "" for doc in result.memories],
-            method=result.method,
+        result = await _answer(
+            service.write(service.add, view, text, context_hints or [], supersede)
         )
+        return add_response(result)
+
+    async def forget(
+        ctx: Ctx,
+        query: forget_text = None,  # type: ignore[valid-type]
+        ids: WhichIds = None,
+        reason: Reason = "request",
+    ) -> ForgetResponse:
+        """Forget memories, each with every version: by what they say (``query``) or ``ids``.
+
+        Give exactly one of them. They are deleted everywhere they are kept, and an
+        audit record (ids, time, scope, reason; never the text) is returned.
+        """
+        problems = forget_target_errors(query, ids)
+        if problems:
+            raise _refused(problems)
+        view = tools.view(ctx)
+        result = await _answer(service.write(service.forget, view, query, ids, reason))
+        return forget_response(result)
 
     async def delete_memory(ctx: Ctx, id: ExistingId) -> DeleteResponse:  # noqa: A002
-        """Delete one memory of the scope by id."""
+        """Delete one memory of the scope by id, with every version of it (as ``forget``)."""
         view = tools.view(ctx)
-        await _answer(service.write(service.delete, view, id))
-        return DeleteResponse(id=id)
+        forgotten = await _answer(service.write(service.delete, view, id))
+        return DeleteResponse(id=id, forgotten=forgotten)
 
-    return [store, add, delete_memory]
+    return [store, add, forget, delete_memory]
 
 
 def _browse_tools(tools: _Tools) -> list[Callable[..., Any]]:
     service = tools.service
 
-    async def list_memories(ctx: Ctx, limit: PageLimit = 50, offset: Offset = 0) -> MemoryList:
+    async def list_memories(
+        ctx: Ctx,
+        limit: PageLimit = 50,
+        offset: Offset = 0,
+        include_superseded: ListAll = True,
+        as_of: AsOfTime = None,
+    ) -> MemoryList:
         """A page of the memories in the scope, with ids, verbatim text and the total."""
         view = tools.view(ctx)
-        docs, total = await _answer(service.read(service.page, view, limit, offset))
+        docs, total = await _answer(
+            service.read(service.page, view, limit, offset, include_superseded, as_of)
+        )
         records = [_record(doc) for doc in docs]
         return MemoryList(memories=records, limit=limit, offset=offset, total=total)
+
+    async def history(ctx: Ctx, id: ExistingId) -> HistoryResponse:  # noqa: A002
+        """Every version of a memory, oldest first, as stored; ``current`` is the live one."""
+        view = tools.view(ctx)
+        versions, current = await _answer(service.read(service.history, view, id))
+        return HistoryResponse(id=id, current=current, versions=[_record(d) for d in versions])
 
     async def snapshot(ctx: Ctx, rebuild: Rebuild = False) -> SnapshotBuildResponse:
         """The scope's snapshot: an index of what memory holds (built, or reused while fresh)."""
@@ -359,7 +476,7 @@ def _browse_tools(tools: _Tools) -> list[Callable[..., Any]]:
             saved=built.path is not None,
         )
 
-    return [list_memories, snapshot]
+    return [list_memories, history, snapshot]
 
 
 def _record(doc: Any) -> MemoryRecord:
@@ -377,6 +494,10 @@ _ANNOTATIONS = {
     "recall_b": _READ_ONLY,
     "query": _READ_ONLY,
     "list_memories": _READ_ONLY,
+    "history": _READ_ONLY,
+    "forget": ToolAnnotations(
+        readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+    ),
     "store": ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
     "add": ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False),
     "snapshot": ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
@@ -453,7 +574,7 @@ def create_mcp_server(
     Args:
         service: The service whose operations the tools run (the HTTP service's own).
         max_text_chars: Longest memory text (``store``, ``add``).
-        max_query_chars: Longest query (``recall``, ``recall_b``, ``query``).
+        max_query_chars: Longest query (``recall``, ``recall_b``, ``query``, ``forget``).
         allow_request_scope: Whether an ``X-Cogito-User`` header may pick the scope.
         host: The address the HTTP service binds; on loopback, requests must name
             a loopback ``Host`` (DNS-rebinding protection).

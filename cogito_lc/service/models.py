@@ -45,12 +45,14 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.vectorstores import VectorStore
 
+    from cogito_lc.document_compressors.supersession import SupersessionJudge
     from cogito_lc.memory.memory_store import MemoryStore
     from cogito_lc.service.config import CogitoSettings
 
 __all__ = [
     "chat_model_from_settings",
     "embeddings_from_settings",
+    "judge_from_settings",
     "memory_from_settings",
     "vectorstore_from_settings",
 ]
@@ -150,6 +152,43 @@ def chat_model_from_settings(
             timeout=_timeout_seconds(settings),
             max_retries=1,
         ),
+    )
+
+
+def judge_from_settings(
+    settings: CogitoSettings, llm: BaseChatModel | None = None
+) -> SupersessionJudge | None:
+    """The supersession judge of the service: the extraction model, or None.
+
+    None when ``supersession`` is off or no chat model is configured (``llm_model``,
+    else ``filter_model``); then writes supersede nothing.
+
+    Args:
+        settings: The settings.
+        llm: The extraction model already built from them (built here when None).
+
+    Example:
+        ```python
+        from cogito_lc.service.config import CogitoSettings
+        from cogito_lc.service.models import judge_from_settings
+
+        assert judge_from_settings(CogitoSettings()) is None  # no model: no judge
+        settings = CogitoSettings(
+            filter_model="openai:gemma-3-270m", filter_endpoint="http://127.0.0.1:8080/v1"
+        )
+        assert judge_from_settings(settings) is not None  # no call yet
+        assert judge_from_settings(settings.model_copy(update={"supersession": False})) is None
+        ```
+    """
+    if not settings.supersession or settings.chat_model is None:
+        return None
+    from cogito_lc.document_compressors.supersession import SupersessionJudge
+
+    model = llm if llm is not None else chat_model_from_settings(settings, purpose="extract")
+    return SupersessionJudge.from_llm(
+        model,
+        structured_output=settings.llm_structured_output,
+        timeout=_timeout_seconds(settings),
     )
 
 

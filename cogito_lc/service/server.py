@@ -9,10 +9,18 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /recall`` ``{"text", "limit", "since"?}``: RecallB then the pointer filter;
   ``method`` is ``filter`` or a ``fallback_*``/``skipped_*`` tag.
 - ``POST /recall/stream``: the same as server-sent events, stage 1 first.
-- ``POST /store`` ``{"text", "id"?, "metadata"?}`` -> ``{"id", "text"}``.
-- ``POST /add`` ``{"text", "context_hints"?}`` -> ``{"count", "memories", "method"}``.
-- ``POST /flush`` ``{"messages", "session_id", "window_size"?}``: end-of-session flush.
-- ``GET /memories?limit&offset``, ``GET /memories/{id}``, ``DELETE /memories/{id}``.
+- The reads above return current memories only; ``include_superseded`` adds the
+  superseded ones, ``as_of`` (ISO 8601, not in the future) reads what was current then.
+- ``POST /store`` ``{"text", "id"?, "metadata"?, "supersedes"?}`` -> ``{"id", "text"}``.
+- ``POST /add`` ``{"text", "context_hints"?, "supersede"?}`` -> ``{"count", "memories",
+  "method", "superseded", "repeated", "forgotten", "supersession"}``.
+- ``POST /flush`` ``{"messages", "session_id", "window_size"?, "supersede"?}``:
+  end-of-session flush.
+- ``GET /memories?limit&offset&include_superseded&as_of``, ``GET /memories/{id}``,
+  ``DELETE /memories/{id}`` (forgets it with every version, as ``/forget``).
+- ``GET /history/{id}``: every version of a memory, oldest first.
+- ``POST /forget`` ``{"query"}`` or ``{"ids"}`` (and ``"reason"?``): forget memories
+  with every version -> ``{"ids", "count", "method", "audit"}``.
 - ``POST /snapshot/build``, ``POST /calibrate``.
 - ``/mcp``: the same operations as MCP tools (streamable HTTP; the ``mcp`` extra),
   see :mod:`cogito_lc.service.mcp_server`.
@@ -67,7 +75,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Pa
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
 
 from cogito_lc import __version__
 from cogito_lc._core.postgres import DatabaseSetupError, redact_url
@@ -94,7 +102,10 @@ from cogito_lc.service._schemas import (
     ErrorResponse,
     FlushBody,
     FlushResponse,
+    ForgetBody,
+    ForgetResponse,
     HealthResponse,
+    HistoryResponse,
     MemoryList,
     MemoryRecord,
     QueryResponse,
@@ -110,11 +121,19 @@ from cogito_lc.service._schemas import (
     StoreBody,
     StoreResponse,
     ValidationErrorResponse,
+    add_response,
+    check_as_of_text,
+    forget_response,
+    forget_target_errors,
     request_models,
 )
 from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
 from cogito_lc.service.config import CogitoSettings, ConfigError, is_loopback, load_settings
-from cogito_lc.service.models import chat_model_from_settings, memory_from_settings
+from cogito_lc.service.models import (
+    chat_model_from_settings,
+    judge_from_settings,
+    memory_from_settings,
+)
 
 __all__ = ["check_bind", "create_app", "main", "memory_service", "serve"]
 
@@ -146,7 +165,7 @@ _DESCRIPTIONS = {
     400: "Malformed request body, or X-Cogito-User sent more than once",
     401: "Missing or invalid bearer token",
     403: "Per-request scope not allowed, or two different scopes named",
-    404: "Not found in this scope",
+    404: "Not found in this scope (for /forget: nothing matched)",
     409: "The id is taken by another memory",
     413: "Request body too large",
     502: "A model or upstream server did not answer",
@@ -249,6 +268,13 @@ def _record(doc: Any) -> MemoryRecord:
     return MemoryRecord(id=doc.id or "", text=doc.page_content, metadata=metadata)
 
 
+_AsOfParam = Annotated[
+    StrictStr,
+    AfterValidator(check_as_of_text),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
 def _search_routes(
     router: APIRouter, service: MemoryService, models: RequestModels, scopes: _Scopes, auth: bool
 ) -> None:
@@ -260,7 +286,15 @@ def _search_routes(
     ) -> QueryResponse:
         """Plain vector search in the scope (no LLM); ``score`` is cosine similarity."""
         view = scopes.view(header_user, body)
-        hits = await service.read(service.query, view, body.text, body.limit, body.threshold)
+        hits = await service.read(
+            service.query,
+            view,
+            body.text,
+            body.limit,
+            body.threshold,
+            body.as_of,
+            body.include_superseded,
+        )
         return QueryResponse(memories=hits)
 
     @router.post("/recall_b", response_model=RecallBResponse, responses=_responses(403, auth=auth))
@@ -270,7 +304,13 @@ def _search_routes(
         """Zero-LLM recall (RecallB); ``method`` is its tag (listed under ``METADATA_KEY``)."""
         view = scopes.view(header_user, body)
         hits, method = await service.read(
-            service.recall_b, view, body.text, body.limit, body.threshold
+            service.recall_b,
+            view,
+            body.text,
+            body.limit,
+            body.threshold,
+            body.as_of,
+            body.include_superseded,
         )
         return RecallBResponse(memories=hits, method=method)
 
@@ -283,7 +323,14 @@ def _search_routes(
         """Two-stage recall: RecallB, then the integer-pointer filter (``method``)."""
         view = scopes.view(header_user, body)
         hits, method, recall_method = await service.read(
-            service.recall, view, body.text, body.limit, body.threshold, body.since
+            service.recall,
+            view,
+            body.text,
+            body.limit,
+            body.threshold,
+            body.since,
+            body.as_of,
+            body.include_superseded,
         )
         return RecallResponse(memories=hits, method=method, recall_method=recall_method)
 
@@ -300,7 +347,15 @@ def _search_routes(
     ) -> StreamingResponse:
         """Two-stage recall as server-sent events: stage 1 at once, then the filtered result."""
         view = scopes.view(header_user, body)
-        events = service.recall_stream(view, body.text, body.limit, body.threshold, body.since)
+        events = service.recall_stream(
+            view,
+            body.text,
+            body.limit,
+            body.threshold,
+            body.since,
+            body.as_of,
+            body.include_superseded,
+        )
         return StreamingResponse(
             _server_sent(events),
             media_type="text/event-stream",
@@ -313,28 +368,36 @@ def _write_routes(
 ) -> None:
     user = Annotated[str | None, Depends(scopes.header)]
 
-    @router.post("/store", response_model=StoreResponse, responses=_responses(403, 409, auth=auth))
+    @router.post(
+        "/store", response_model=StoreResponse, responses=_responses(403, 404, 409, auth=auth)
+    )
     async def store(
         body: Annotated[StoreBody, json_body(models.store)], header_user: user
     ) -> StoreResponse:
-        """Write one memory verbatim; the same text twice in a scope is one memory."""
+        """Write one memory verbatim; the same text twice in a scope is one memory.
+
+        With ``supersedes``, it is the new version of those memories (kept, marked,
+        left out of reads; see ``/history/{id}``); 404 if one is not current here.
+        """
         view = scopes.view(header_user, body)
-        doc = await service.store(view, body.text, body.id, body.metadata)
+        doc = await service.store(view, body.text, body.id, body.metadata, body.supersedes)
         return StoreResponse(id=doc.id or "", text=doc.page_content)
 
     @router.post("/add", response_model=AddResponse, responses=_responses(403, 502, auth=auth))
     async def add(
         body: Annotated[AddBody, json_body(models.add)], header_user: user
     ) -> AddResponse:
-        """Extract facts and store each; the text itself when extraction fails."""
+        """Extract facts and store each; the text itself when extraction fails.
+
+        With supersession (``supersede``; by default when the server has a model) the
+        memories a new one replaces are kept, marked and left out of reads; a forget
+        request ("Please forget my phone number.") forgets instead of storing.
+        """
         view = scopes.view(header_user, body)
-        result = await service.write(service.add, view, body.text, body.context_hints)
-        return AddResponse(
-            count=result.count,
-            memories=[doc.page_content for doc in result.memories],
-            ids=[doc.id or "" for doc in result.memories],
-            method=result.method,
+        result = await service.write(
+            service.add, view, body.text, body.context_hints, body.supersede
         )
+        return add_response(result)
 
     @router.post("/flush", response_model=FlushResponse, responses=_responses(403, auth=auth))
     async def flush(
@@ -344,7 +407,7 @@ def _write_routes(
         view = scopes.view(header_user, body)
         messages = [message.model_dump() for message in body.messages]
         result = await service.write(
-            service.flush, view, messages, body.session_id, body.window_size
+            service.flush, view, messages, body.session_id, body.window_size, body.supersede
         )
         return FlushResponse(
             windows=result.windows,
@@ -355,7 +418,31 @@ def _write_routes(
             skipped_near_duplicate=result.skipped_near_duplicate,
             verbatim_windows=result.verbatim_windows,
             methods=result.methods,
+            superseded=result.superseded,
+            repeated=result.repeated,
+            forgotten=result.forgotten,
+            supersession=result.supersession,
         )
+
+    @router.post(
+        "/forget", response_model=ForgetResponse, responses=_responses(403, 404, auth=auth)
+    )
+    async def forget(
+        body: Annotated[ForgetBody, json_body(models.forget)], header_user: user
+    ) -> ForgetResponse:
+        """Forget memories, each with every version: by ``query`` or by ``ids`` (one of them).
+
+        They are deleted from the vector store and the lexical index, the scope's
+        snapshot is dropped, and an audit record (ids, time, scope, reason; never the
+        text) is kept and returned. 404 when nothing matches or an id is not in the
+        scope; nothing is forgotten then.
+        """
+        problems = forget_target_errors(body.query, body.ids)
+        if problems:
+            raise RequestValidationError(problems)
+        view = scopes.view(header_user, body)
+        result = await service.write(service.forget, view, body.query, body.ids, body.reason)
+        return forget_response(result)
 
 
 def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
@@ -369,10 +456,25 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         header_user: user,
         limit: Annotated[int, Query(ge=1, le=LIMIT_MAX)] = 50,
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+        include_superseded: Annotated[
+            bool, Query(description="List superseded memories too (false: current only).")
+        ] = True,
+        as_of: Annotated[
+            _AsOfParam | None,
+            Query(
+                description="List what was current at this ISO 8601 instant (not in the future).",
+            ),
+        ] = None,
     ) -> MemoryList:
-        """A page of the memories in the scope, with the scope's total."""
+        """A page of the memories in the scope, with the listing's total.
+
+        Every version by default; ``include_superseded=false`` lists current memories
+        only and ``as_of`` what was current then (both read the whole scope).
+        """
         view = scopes.view(header_user)
-        docs, total = await service.read(service.page, view, limit, offset)
+        docs, total = await service.read(
+            service.page, view, limit, offset, include_superseded, as_of
+        )
         return MemoryList(
             memories=[_record(d) for d in docs], limit=limit, offset=offset, total=total
         )
@@ -389,10 +491,28 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         "/memories/{id}", response_model=DeleteResponse, responses=_responses(403, 404, auth=auth)
     )
     async def delete_memory(id: memory_id, header_user: user) -> DeleteResponse:  # noqa: A002
-        """Delete one memory of the scope; 404 for an id outside it."""
+        """Delete one memory of the scope with every version of it; 404 for an id outside it.
+
+        As ``/forget`` does: the lexical index too, the scope's snapshot dropped, an
+        audit record kept; ``forgotten`` lists every version deleted.
+        """
         view = scopes.view(header_user)
-        await service.write(service.delete, view, id)
-        return DeleteResponse(id=id)
+        forgotten = await service.write(service.delete, view, id)
+        return DeleteResponse(id=id, forgotten=forgotten)
+
+    @router.get(
+        "/history/{id}", response_model=HistoryResponse, responses=_responses(403, 404, auth=auth)
+    )
+    async def history(id: memory_id, header_user: user) -> HistoryResponse:  # noqa: A002
+        """Every version of a memory of the scope, oldest first, as stored; 404 outside it.
+
+        Each version's metadata says what it superseded (``supersedes``) or what
+        superseded it (``superseded_by``, ``superseded_at``); ``current`` is the
+        version not superseded.
+        """
+        view = scopes.view(header_user)
+        versions, current = await service.read(service.history, view, id)
+        return HistoryResponse(id=id, current=current, versions=[_record(d) for d in versions])
 
 
 def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
@@ -483,9 +603,11 @@ def _health_router(service: MemoryService) -> APIRouter:
 
 
 def _options(settings: CogitoSettings) -> ServiceOptions:
+    extract_llm = chat_model_from_settings(settings, purpose="extract")
     return ServiceOptions(
         filter_llm=chat_model_from_settings(settings, purpose="filter"),
-        extract_llm=chat_model_from_settings(settings, purpose="extract"),
+        extract_llm=extract_llm,
+        judge=judge_from_settings(settings, extract_llm),
         structured_output=settings.llm_structured_output,
         filter_timeout=settings.filter_timeout_ms / 1000,
         query_limit=settings.query_limit,

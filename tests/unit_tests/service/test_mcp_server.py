@@ -48,6 +48,8 @@ TOOLS = {
     "add",
     "snapshot",
     "list_memories",
+    "history",
+    "forget",
     "delete_memory",
 }
 
@@ -84,7 +86,7 @@ async def _call(session: ClientSession, name: str, arguments: dict[str, Any]) ->
     return result.structuredContent
 
 
-async def test_eight_tools_with_strict_schemas_and_the_service_limits(
+async def test_ten_tools_with_strict_schemas_and_the_service_limits(
     server: FastMCP[Any],
 ) -> None:
     async with connect(server) as session:
@@ -137,7 +139,7 @@ async def test_results_carry_verbatim_text_and_ids(
         assert len(page["memories"]) == 1
 
         deleted = await _call(session, "delete_memory", {"id": stored["id"]})
-        assert deleted == {"id": stored["id"], "deleted": True}
+        assert deleted == {"id": stored["id"], "deleted": True, "forgotten": [stored["id"]]}
         assert memory.get(stored["id"]) is None
 
 
@@ -311,3 +313,94 @@ async def test_a_client_that_leaves_mid_add_leaves_every_fact_or_none(
     assert sorted(doc.page_content for doc in memory.list(limit=10)) == [
         f["content"] for f in facts
     ]
+
+
+# -- versions: history, forget, as_of -----------------------------------------------------
+
+AUSTIN = "I just moved to Austin, Texas, and I live downtown."
+DENVER = "I live in Denver now, all settled in."
+
+
+async def test_history_forget_and_current_reads(server: FastMCP[Any], memory: MemoryStore) -> None:
+    old = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    new = memory.store(DENVER, created_at="2026-03-01T00:00:00Z", supersedes=[old.id or ""])
+    lunch = memory.store("Lunch today was a bowl of ramen.")
+    async with connect(server) as session:
+        history = await _call(session, "history", {"id": old.id})
+        assert [v["id"] for v in history["versions"]] == [old.id, new.id]
+        assert history["current"] == new.id
+        for tool in ("recall", "recall_b", "query"):
+            current = await _call(session, tool, {"text": "where do I live", "limit": 2})
+            assert old.id not in [m["id"] for m in current["memories"]], tool
+            both = await _call(
+                session, tool, {"text": "where do I live", "include_superseded": True}
+            )
+            assert {old.id, new.id} <= {m["id"] for m in both["memories"]}, tool
+            then = await _call(
+                session, tool, {"text": "where do I live", "as_of": "2026-02-01T00:00:00Z"}
+            )
+            assert [m["id"] for m in then["memories"]] == [old.id], tool
+        page = await _call(session, "list_memories", {"include_superseded": False})
+        assert {m["id"] for m in page["memories"]} == {new.id, lunch.id}
+        assert page["total"] == 2
+
+        forgotten = await _call(session, "forget", {"ids": [new.id], "reason": "asked"})
+        assert set(forgotten["ids"]) == {old.id, new.id}
+        assert forgotten["audit"]["reason"] == "asked"
+        assert "Austin" not in json.dumps(forgotten)
+        gone = await session.call_tool("history", {"id": old.id})
+        assert gone.isError
+        assert "no memory with this id" in _text(gone)
+        nothing = await session.call_tool("forget", {"query": "where I live in Austin"})
+        assert nothing.isError
+        assert "no memory in this scope matches" in _text(nothing)
+    assert memory.get(lunch.id or "") is not None
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field", "says"),
+    [
+        ("recall", {"text": "x", "as_of": "2999-01-01T00:00:00Z"}, "as_of", "in the future"),
+        ("recall_b", {"text": "x", "as_of": "soon"}, "as_of", "ISO 8601"),
+        ("query", {"text": "x", "as_of": "2999-01-01"}, "as_of", "in the future"),
+        ("list_memories", {"as_of": "2999-01-01"}, "as_of", "in the future"),
+        ("query", {"text": "x", "include_superseded": "yes"}, "include_superseded", "boolean"),
+        ("forget", {}, "query", "exactly one"),
+        ("forget", {"query": "x", "ids": ["a"]}, "ids", "not both"),
+        ("forget", {"ids": []}, "ids", "at least 1"),
+        ("forget", {"query": " "}, "query", "pattern"),
+        ("history", {}, "id", "Field required"),
+        ("add", {"text": "x", "supersede": "no"}, "supersede", "boolean"),
+    ],
+)
+async def test_version_arguments_are_tool_errors_naming_the_field(
+    server: FastMCP[Any], tool: str, arguments: dict[str, Any], field: str, says: str
+) -> None:
+    async with connect(server) as session:
+        result = await session.call_tool(tool, arguments)
+    assert result.isError
+    message = _text(result)
+    assert f"invalid arguments: {field}" in message or f"; {field}:" in message, message
+    assert says in message, message
+
+
+async def test_add_reports_supersession_and_forget_requests(memory: MemoryStore) -> None:
+    from cogito_lc import SupersessionJudge
+
+    memory.judge = SupersessionJudge.from_llm(
+        ScriptedChatModel(replies=['{"supersedes": [1], "repeats": []}'])
+    )
+    server = create_mcp_server(MemoryService(memory, ServiceOptions()))
+    async with connect(server) as session:
+        old = await _call(session, "add", {"text": AUSTIN})
+        new = await _call(session, "add", {"text": DENVER})
+        assert new["superseded"] == old["ids"]
+        assert new["supersession"] == "judged"
+        kept = await _call(session, "add", {"text": "Boston now.", "supersede": False})
+        assert kept["supersession"] is None
+        assert kept["superseded"] == []
+        memory.store("My phone number is 555-0101.")
+        forgot = await _call(session, "add", {"text": "Please forget my phone number."})
+        assert forgot["method"] == "forgotten"
+        assert len(forgot["forgotten"]) == 1
+    assert all("555" not in doc.page_content for doc in memory.list())

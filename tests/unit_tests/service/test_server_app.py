@@ -69,12 +69,20 @@ def test_openapi_lists_every_endpoint_with_strict_bodies(
         ("GET", "/memories"),
         ("GET", "/memories/{id}"),
         ("DELETE", "/memories/{id}"),
+        ("GET", "/history/{id}"),
+        ("POST", "/forget"),
         ("POST", "/snapshot/build"),
         ("POST", "/calibrate"),
     }
     components = schema["components"]["schemas"]
-    for name in ("QueryRequest", "RecallRequest", "StoreRequest", "AddRequest"):
+    for name in ("QueryRequest", "RecallRequest", "StoreRequest", "AddRequest", "ForgetRequest"):
         assert components[name]["additionalProperties"] is False
+    assert components["ForgetRequest"]["oneOf"] == [{"required": ["query"]}, {"required": ["ids"]}]
+    for name in ("query", "ids"):  # optional, never null: a null would pass as absent
+        assert "anyOf" not in components["ForgetRequest"]["properties"][name]
+    assert components["RecallRequest"]["properties"]["as_of"]["anyOf"][0]["format"] == ("date-time")
+    listing = {p["name"] for p in schema["paths"]["/memories"]["get"]["parameters"]}
+    assert {"include_superseded", "as_of"} <= listing
     assert components["StoreRequest"]["properties"]["text"]["maxLength"] == 500
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
     assert "401" in schema["paths"]["/store"]["post"]["responses"]
@@ -514,7 +522,10 @@ def test_a_trailing_newline_does_not_match_a_pattern(
 
 
 def test_every_scoped_body_pattern_matches_the_whole_value() -> None:
-    with_text = [(model, {"text": "t"}) for model in vars(request_models(100, 50)).values()]
+    with_text = [
+        (model, {"query": "t"} if "text" not in model.model_fields else {"text": "t"})
+        for model in vars(request_models(100, 50)).values()
+    ]
     without_text = [(model, {}) for model in (SnapshotBuildRequest, CalibrateRequest)]
     for model, body in [*with_text, *without_text]:
         with pytest.raises(ValidationError, match="user_id"):
