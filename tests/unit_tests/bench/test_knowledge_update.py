@@ -426,4 +426,4 @@ def test_markdown_tables_name_skipped_modes() -> None:
     text = ku.markdown(report)
     assert "| zero_llm | recall_b | 1 | 1.000 | - | 0.000 | - | 0.000 | 1.000 | - |" in text
     assert "`openai` skipped: no OpenAI-compatible endpoint" in text
-    assert "| zero_llm | 0 | 0 | 0 | 0 | 5.0 |" in text
+    assert "| zero_llm | 0 | 0 | 0 | 0 | 5.0 | - | 5.0 |" in text
