@@ -45,6 +45,12 @@ def item_id(scope: Scope, namespace: Sequence[str], key: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def version_id(base: str, previous: str) -> str:
+    """The memory id of the version of an item written over ``previous`` (stable, unique)."""
+    payload = json.dumps([base, previous], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
 def check_namespace(namespace: Sequence[str]) -> None:
     """Raise ``ValueError`` for a namespace the store cannot hold.
 

@@ -15,7 +15,8 @@ from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
 from cogito_lc._core.stores import StoreAdapter, adapter_for
 from cogito_lc._core.validation import check_unicode
-from cogito_lc.memory.memory_store import MemoryNotFoundError, MemoryStore
+from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
+from cogito_lc.memory.memory_store import MemoryConflictError, MemoryNotFoundError, MemoryStore
 from cogito_lc.memory.scope import Scope, as_scope
 
 try:
@@ -41,6 +42,12 @@ __all__ = ["CogitoStore"]
 
 _PAGE = 1_000
 """How many memories one read of a namespace scan fetches."""
+_MAX_VERSIONS = 10_000
+"""The most versions an item's chain is followed through (a guard against a cycle)."""
+_REPLACE_TRIES = 3
+"""How often a replace re-reads the current version when another writer got there first."""
+_DELETE_REASON = "langgraph delete"
+"""The reason the audit record of a deleted item gives."""
 _IGNORED_INDEX_KEYS = frozenset({"dims", "embed", "ann_index_config", "distance_type"})
 
 
@@ -58,8 +65,18 @@ class CogitoStore(BaseStore):
     holds the namespace (``lg_namespace``, plus one ``lg_ns<depth>`` key per
     label for prefix filters), the key, the value as JSON (``lg_value``, returned
     verbatim), whether it was indexed (``lg_indexed``) and the item's
-    timestamps. The memory id is a stable hash of the store's scope, namespace
-    and key.
+    timestamps. The memory id of an item's first value is a stable hash of the
+    store's scope, namespace and key (``lg_id`` holds it on every version).
+
+    **Versions.** A ``put`` over an existing key never edits the memory holding
+    the old value: the new value is written as a new memory (its id a hash of the
+    item's and the replaced version's) that supersedes the old one, which stays
+    stored, marked ``superseded_by``. ``get`` and ``search`` return the current
+    value; :meth:`history` returns every value the key held, oldest first, as
+    does ``MemoryStore.history`` for any version's id. ``delete`` (and ``put`` of
+    None) forgets the item with every version
+    (:meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>`: the lexical
+    index too, the snapshot dropped, an audit record kept).
 
     **Namespaces and scopes.** Every item lies in ``memory``'s scope. With
     ``scope_keys``, namespace labels also set scope keys: ``{"user_id": 1}``
@@ -71,7 +88,8 @@ class CogitoStore(BaseStore):
     **Semantics.** Those of LangGraph's ``InMemoryStore`` where a caller can
     tell, with these differences: values are stored as JSON (tuples come back
     as lists, as from LangGraph's Postgres store); ``created_at`` is kept when
-    an item is replaced; without a query, search lists items by creation time;
+    an item is replaced, and the replaced value stays in its history; without a
+    query, search lists items by creation time;
     with one, the items recall finds come first (``score`` is RecallB's blended
     score), then the matching items that are not indexed, and ``offset`` counts
     across both; ``put(..., index=False)`` stores an item no query ranks.
@@ -187,8 +205,60 @@ class CogitoStore(BaseStore):
         return _items.to_item(document) if document is not None else None
 
     def _document(self, namespace: tuple[str, ...], key: str) -> Document | None:
+        """The memory holding the item's current value, or None.
+
+        The chain is followed from the item's first memory: each version links the
+        next by ``superseded_by``, or by its id (a hash of the item's and the
+        replaced version's), which also finds a version whose write was cut before
+        the one it replaces was marked.
+        """
         scope = self._scope(namespace)
-        return self.memory.get(_items.item_id(self.memory.scope, namespace, key), scope=scope)
+        base = _items.item_id(self.memory.scope, namespace, key)
+        held = self.memory.get(base, scope=scope)
+        for _ in range(_MAX_VERSIONS):
+            if held is None:
+                return None
+            link = held.metadata.get(SUPERSEDED_BY_KEY) or _items.version_id(base, held.id or "")
+            newer = self.memory.get(str(link), scope=scope)
+            if newer is None or newer.metadata.get(_items.ITEM_ID) != base:
+                return held
+            held = newer
+        msg = f"item {key!r} in namespace {namespace!r} has over {_MAX_VERSIONS} versions"
+        raise RuntimeError(msg)
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
+        """Every value the item held, oldest first (the last is the current one).
+
+        Empty when the item does not exist (never stored, or deleted: forgotten with
+        every version).
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import CogitoStore, MemoryStore
+
+            memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+            store = CogitoStore(memory)
+            store.put(("users", "alice"), "city", {"text": "Alice lives in Austin."})
+            store.put(("users", "alice"), "city", {"text": "Alice lives in Denver."})
+            values = [item.value["text"] for item in store.history(("users", "alice"), "city")]
+            assert values == ["Alice lives in Austin.", "Alice lives in Denver."]
+            current = store.get(("users", "alice"), "city")
+            assert current is not None and current.value["text"] == "Alice lives in Denver."
+            ```
+        """
+        _items.check_namespace(namespace)
+        current = self._document(namespace, key)
+        if current is None:
+            return []
+        versions = self.memory.history(current.id or "", scope=self._scope(namespace))
+        return [_items.to_item(doc) for doc in versions]
+
+    async def ahistory(self, namespace: tuple[str, ...], key: str) -> list[Item]:
+        """:meth:`history` in a worker thread."""
+        return await asyncio.to_thread(self.history, namespace, key)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.limit < 1 or op.offset < 0:
@@ -243,14 +313,18 @@ class CogitoStore(BaseStore):
             page = self._adapter.page(where, _PAGE, offset)
             found.extend(
                 item
-                for item in map(_items.to_item, page)
+                for item in (_items.to_item(doc) for doc in page if not is_superseded(doc.metadata))
                 if _items.matches_filter(item.value, conditions)
             )
             if len(page) < _PAGE:
                 break
             offset += _PAGE
-        found.sort(key=lambda item: (item.created_at, item.namespace, item.key))
-        return found
+        latest: dict[tuple[tuple[str, ...], str], Item] = {}
+        for item in found:  # one value per key, should a replace have been cut short
+            held = latest.get((item.namespace, item.key))
+            if held is None or item.updated_at > held.updated_at:
+                latest[(item.namespace, item.key)] = item
+        return sorted(latest.values(), key=lambda i: (i.created_at, i.namespace, i.key))
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         held = {item.namespace for item in self._scan(_items.prefix_clauses(()), None)}
@@ -269,20 +343,38 @@ class CogitoStore(BaseStore):
         """Apply puts and deletes, every one checked first; new items of a scope in one batch."""
         planned = [self._plan(op) for op in ops]
         fresh: dict[Scope, list[Document]] = {}
-        for scope, current, document in planned:
+        for (scope, current, document), op in zip(planned, ops, strict=True):
             if document is None:
                 self._delete(current, scope)
             elif current is None:
                 fresh.setdefault(scope, []).append(document)
             else:
-                self.memory.update(
-                    document.id or "",
-                    document.page_content,
-                    metadata=document.metadata,
-                    scope=scope,
-                )
+                self._replace(op, current, document, scope)
         for scope, documents in fresh.items():
             self.memory.store_many(documents, scope=scope)
+
+    def _replace(self, op: PutOp, current: Document, document: Document, scope: Scope) -> None:
+        """Write ``document`` as the new version of the item, superseding ``current``."""
+        for _ in range(_REPLACE_TRIES):
+            new_id = _items.version_id(document.metadata[_items.ITEM_ID], current.id or "")
+            try:
+                self.memory.store(
+                    document.page_content,
+                    id=new_id,
+                    metadata=document.metadata,
+                    scope=scope,
+                    supersedes=[current.id or ""],
+                )
+            except (MemoryNotFoundError, MemoryConflictError):  # another writer replaced it
+                held = self._document(op.namespace, op.key)
+                if held is None:
+                    self.memory.store_many([document], scope=scope)
+                    return
+                current = held
+            else:
+                return
+        msg = f"item {op.key!r} in namespace {op.namespace!r} kept changing while being replaced"
+        raise RuntimeError(msg)
 
     def _plan(self, op: PutOp) -> tuple[Scope, Document | None, Document | None]:
         """The scope, the memory now held and the memory to write (None: delete)."""
@@ -294,10 +386,11 @@ class CogitoStore(BaseStore):
         return scope, current, self._memory_document(op, op.value, current)
 
     def _delete(self, current: Document | None, scope: Scope) -> None:
+        """Forget the item with every version of it (and keep the audit record)."""
         if current is None:
             return
         try:
-            self.memory.delete(current.id or "", scope=scope)
+            self.memory.forget(ids=[current.id or ""], scope=scope, reason=_DELETE_REASON)
         except MemoryNotFoundError:  # deleted meanwhile by another writer
             return
 

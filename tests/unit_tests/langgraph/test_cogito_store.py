@@ -50,7 +50,8 @@ def test_replacing_keeps_created_at_and_moves_updated_at(store: CogitoStore) -> 
     assert second.value == {"text": "second", "extra": 1}
     assert second.created_at == first.created_at
     assert second.updated_at > first.updated_at
-    assert store.memory.count() == 1
+    assert store.memory.count() == 2  # the old value is kept as a superseded version
+    assert len(store.memory.list(include_superseded=False)) == 1
 
 
 def test_delete_removes_the_item_and_a_missing_one_is_no_error(store: CogitoStore) -> None:
@@ -301,7 +302,8 @@ async def test_concurrent_writers_and_readers_lose_nothing(store: CogitoStore) -
     await asyncio.gather(*writes, *replaces, *reads)
     items = await store.asearch(("n",), limit=50)
     assert sorted(item.value["i"] for item in items) == list(range(12))
-    assert store.memory.count() == 12
+    assert len(store.memory.list(limit=100, include_superseded=False)) == 12
+    assert len(store.history(("n",), "k0")) == 4
 
 
 def test_retriever_kwargs_reach_recall_but_not_the_limit(memory: MemoryStore) -> None:
@@ -311,3 +313,97 @@ def test_retriever_kwargs_reach_recall_but_not_the_limit(memory: MemoryStore) ->
     assert len(store.search(("n",), query="billing note", limit=3)) == 3
     with pytest.raises(TypeError, match="rrf_kk"):
         CogitoStore(memory, retriever_kwargs={"rrf_kk": 5})
+
+
+# -- versions ------------------------------------------------------------------------------
+
+
+def test_a_replaced_value_stays_in_history_and_reads_return_the_current(
+    memory: MemoryStore, store: CogitoStore
+) -> None:
+    namespace = ("memories", "alice")
+    store.put(namespace, "city", {"text": "Alice lives in Austin, Texas."})
+    store.put(namespace, "city", {"text": "Alice lives in Denver now."})
+    store.put(namespace, "city", {"text": "Alice lives in Boston these days."})
+    store.put(namespace, "food", {"text": "Alice likes ramen."})
+    item = store.get(namespace, "city")
+    assert item is not None
+    assert item.value == {"text": "Alice lives in Boston these days."}
+    assert [i.value["text"] for i in store.history(namespace, "city")] == [
+        "Alice lives in Austin, Texas.",
+        "Alice lives in Denver now.",
+        "Alice lives in Boston these days.",
+    ]
+    hits = store.search(("memories",), query="where does Alice live? Austin Denver Boston")
+    assert [(h.key, h.value["text"]) for h in hits if h.key == "city"] == [
+        ("city", "Alice lives in Boston these days.")
+    ]
+    assert [i.key for i in store.search(("memories",))] == ["city", "food"]
+    assert store.list_namespaces() == [namespace]
+    alice = memory.scoped({"user_id": "alice"})
+    first = next(d for d in alice.list() if d.page_content.endswith("Austin, Texas."))
+    assert first.metadata["superseded_by"]  # marked, never edited
+    chain = alice.history(first.id or "")
+    assert [d.page_content for d in chain][-1] == "Alice lives in Boston these days."
+    assert store.history(namespace, "nothing") == []
+
+
+def test_delete_forgets_every_version_with_an_audit(
+    memory: MemoryStore, store: CogitoStore
+) -> None:
+    namespace = ("memories", "alice")
+    store.put(namespace, "phone", {"text": "Alice's phone is 555-0101."})
+    store.put(namespace, "phone", {"text": "Alice's phone is 555-0199."})
+    store.put(namespace, "food", {"text": "Alice likes ramen."})
+    store.delete(namespace, "phone")
+    assert store.get(namespace, "phone") is None
+    assert store.history(namespace, "phone") == []
+    held = [d.page_content for d in memory.scoped({"user_id": "alice"}).list()]
+    assert held == ["Alice likes ramen."]
+    hits = store.search(("memories",), query="phone 555")
+    assert [h.key for h in hits] == ["food"]
+    record = memory.forget_log[-1]
+    assert record["reason"] == "langgraph delete"
+    assert record["count"] == 2
+    assert "555" not in str(record)
+    store.put(namespace, "phone", {"text": "Alice has no phone."})  # a key used again
+    again = store.get(namespace, "phone")
+    assert again is not None
+    assert again.value == {"text": "Alice has no phone."}
+    assert len(store.history(namespace, "phone")) == 1
+
+
+def test_a_put_of_none_deletes_too(store: CogitoStore) -> None:
+    store.put(("n",), "k", {"text": "one"})
+    store.put(("n",), "k", {"text": "two"})
+    store.batch([PutOp(("n",), "k", None)])
+    assert store.get(("n",), "k") is None
+    assert store.memory.count() == 0
+
+
+def test_a_replace_cut_before_marking_still_reads_the_new_value(
+    store: CogitoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put(("n",), "k", {"text": "old value"})
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemoryStore, "_apply_marks", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(("n",), "k", {"text": "new value"})
+    monkeypatch.undo()
+    item = store.get(("n",), "k")
+    assert item is not None
+    assert item.value == {"text": "new value"}  # it names the one it replaces
+    assert store.memory.complete_supersessions(recent=None) == 1
+    assert [i.value["text"] for i in store.search(("n",))] == ["new value"]
+
+
+async def test_async_history(store: CogitoStore) -> None:
+    await store.aput(("n",), "k", {"text": "one"})
+    await store.aput(("n",), "k", {"text": "two"})
+    assert [i.value for i in await store.ahistory(("n",), "k")] == [
+        {"text": "one"},
+        {"text": "two"},
+    ]
