@@ -63,8 +63,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,50 @@ class Unit:
     questions: list[tuple[str, set[str]]] = field(default_factory=list)
 
 
+SESSION_DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+"""How LoCoMo writes a session's ``date_time`` ("1:56 pm on 8 May, 2023")."""
+
+
+def session_time(text: str) -> datetime | None:
+    """A session's ``date_time`` as an aware UTC datetime (the data gives no zone), or None."""
+    try:
+        return datetime.strptime(" ".join(text.split()), SESSION_DATE_FORMAT).replace(
+            tzinfo=timezone.utc
+        )
+    except ValueError:
+        return None
+
+
+def session_times(conversation: Mapping[str, Any]) -> dict[str, datetime]:
+    """Each session's start (``session_1`` ...) parsed from its ``date_time``."""
+    times: dict[str, datetime] = {}
+    for key, value in conversation.items():
+        if key.startswith("session_") and key.endswith("_date_time") and isinstance(value, str):
+            when = session_time(value)
+            if when is not None:
+                times[key.removesuffix("_date_time")] = when
+    return times
+
+
+def created_at(start: datetime | None, index: int) -> dict[str, str]:
+    """``{"created_at": ...}`` for the ``index``-th item of a session, or nothing without a date.
+
+    ISO 8601 UTC: the session's start plus ``index`` seconds, so items keep their order.
+    """
+    if start is None:
+        return {}
+    return {"created_at": (start + timedelta(seconds=index)).isoformat()}
+
+
 def turn_documents(conversation: dict[str, Any], captions: bool = False) -> list[Document]:
-    """One document per turn; with ``captions``, a shared photo's caption is appended."""
+    """One document per turn; with ``captions``, a shared photo's caption is appended.
+
+    Each carries its session (``session``), the session's date as written (``date``) and,
+    when that date parses, ``created_at``: the session's start plus the turn's index in
+    seconds, so turns keep their order in time.
+    """
     docs: list[Document] = []
+    times = session_times(conversation)
     for key, turns in conversation.items():
         if not key.startswith("session_") or not isinstance(turns, list):
             continue
@@ -124,10 +166,15 @@ def turn_documents(conversation: dict[str, Any], captions: bool = False) -> list
         docs.extend(
             Document(
                 page_content=f"{turn['speaker']}: {turn['text']}" + photo_caption(turn, captions),
-                metadata={"dia_id": turn["dia_id"], "session": key, "date": date},
+                metadata={
+                    "dia_id": turn["dia_id"],
+                    "session": key,
+                    "date": date,
+                    **created_at(times.get(key), index),
+                },
                 id=f"turn-{turn['dia_id']}",
             )
-            for turn in turns
+            for index, turn in enumerate(turns)
         )
     return docs
 
@@ -143,10 +190,20 @@ def first_id(raw: Any) -> str:
     return next(p.strip() for i in items for p in str(i).replace(",", ";").split(";") if p.strip())
 
 
-def fact_documents(observation: dict[str, Any], evidence: str = "all") -> list[Document]:
-    """One document per observation; ``evidence="first"`` keys it to its first cited turn."""
+def fact_documents(
+    observation: dict[str, Any],
+    evidence: str = "all",
+    times: Mapping[str, datetime] | None = None,
+) -> list[Document]:
+    """One document per observation; ``evidence="first"`` keys it to its first cited turn.
+
+    With ``times`` (:func:`session_times` of the conversation), each also carries
+    ``created_at``: its session's start plus its index in the session in seconds.
+    """
     docs: list[Document] = []
     for session, speakers in observation.items():
+        start = (times or {}).get(session.removesuffix("_observation"))
+        index = 0
         for speaker, facts in speakers.items():
             for fact, dia_id in facts:
                 docs.append(
@@ -158,10 +215,12 @@ def fact_documents(observation: dict[str, Any], evidence: str = "all") -> list[D
                             else ";".join(sorted(split_ids(dia_id))),
                             "session": session,
                             "speaker": speaker,
+                            **created_at(start, index),
                         },
                         id=f"fact-{len(docs)}",
                     )
                 )
+                index += 1
     return docs
 
 
@@ -171,7 +230,8 @@ def build_unit(
     if unit == "turns":
         docs = turn_documents(sample["conversation"], captions)
     else:
-        docs = fact_documents(sample["observation"], fact_evidence)
+        times = session_times(sample["conversation"])
+        docs = fact_documents(sample["observation"], fact_evidence, times)
     covered = set().union(*(split_ids(d.metadata["dia_id"]) for d in docs))
     questions = []
     for qa in sample["qa"]:
