@@ -311,6 +311,72 @@ def flush(
     )
 
 
+@app.command("history")
+def history_command(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    raw: Raw = False,
+) -> None:
+    """Every version of a memory, oldest first: what superseded what, and when."""
+    from urllib.parse import quote
+
+    if not memory_id.strip():
+        msg = "ID is empty; pass a memory id (cogito-lc query shows them)."
+        raise CliError(msg, EXIT_USAGE)
+    path = f"/history/{quote(check_utf8(memory_id, 'ID'), safe='')}"
+    with _client(ctx) as client:
+        answer = client.call("GET", path)
+    if raw:
+        out.print_json(data=answer)
+        return
+    table = Table(title=f"history: {memory_id}", title_justify="left")
+    for column in ("version", "id", "created_at", "superseded_at", "text"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
+    for number, version in enumerate(answer.get("versions", []), start=1):
+        metadata = version.get("metadata", {})
+        current = version.get("id") == answer.get("current")
+        table.add_row(
+            f"{number}{' (current)' if current else ''}",
+            str(version.get("id", ""))[:12],
+            str(metadata.get("created_at", "")),
+            str(metadata.get("superseded_at") or ""),
+            _shorten(version.get("text", "")),
+        )
+    out.print(table)
+
+
+@app.command("forget")
+def forget_command(
+    ctx: typer.Context,
+    query: Annotated[
+        str | None, typer.Argument(help="What to forget, in words (or give --id).")
+    ] = None,
+    ids: Annotated[
+        list[str] | None, typer.Option("--id", help="A memory id to forget (repeatable).")
+    ] = None,
+    reason: Annotated[str, typer.Option(help="Why, for the audit record.")] = "request",
+    raw: Raw = False,
+) -> None:
+    """Forget memories with every version of them (QUERY, or --id ID ...); an audit is kept."""
+    if (query is None) == (not ids):
+        msg = "give what to forget as QUERY, or the memories as --id ID ...; exactly one of them."
+        raise CliError(msg, EXIT_USAGE)
+    body: dict[str, Any] = {"reason": _check_text(reason, "--reason")}
+    if query is not None:
+        body["query"] = _check_text(query, "query")
+    else:
+        body["ids"] = [check_utf8(value, "--id") for value in ids or []]
+    with _client(ctx) as client:
+        answer = client.call("POST", "/forget", body)
+    if raw:
+        out.print_json(data=answer)
+        return
+    out.print(f"forgot {answer['count']} memories  [dim]method: {answer['method']}[/dim]")
+    for forgotten in answer.get("ids", []):
+        out.print(f"  - {forgotten}")
+    err.print(f"audit: {answer.get('audit', {}).get('at')} (ids, scope and reason; no text)")
+
+
 @app.command()
 def seed(
     ctx: typer.Context,

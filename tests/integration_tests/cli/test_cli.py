@@ -274,3 +274,69 @@ def test_flush_names_the_bad_line_of_a_transcript(env: dict[str, str], tmp_path:
     done = cli("flush", str(bad_role), env=env, cwd=tmp_path, check=False)
     assert done.returncode == 2
     assert "messages.0.role" in done.stderr
+
+
+# -- versions: history and forget -------------------------------------------------------
+
+
+def test_history_and_forget_on_the_embedded_store(env: dict[str, str], tmp_path: Path) -> None:
+    phone = json.loads(
+        cli("store", "My phone number is 555-0101.", "--raw", env=env, cwd=tmp_path).stdout
+    )["id"]
+    cli("store", "Deploys freeze on Fridays after 14:00 UTC.", env=env, cwd=tmp_path)
+    history = json.loads(cli("history", phone, "--raw", env=env, cwd=tmp_path).stdout)
+    assert [v["text"] for v in history["versions"]] == ["My phone number is 555-0101."]
+    assert history["current"] == phone
+
+    forgot = json.loads(
+        cli(
+            "forget", "my phone number", "--reason", "user asked", "--raw", env=env, cwd=tmp_path
+        ).stdout
+    )
+    assert forgot["ids"] == [phone]
+    assert forgot["audit"]["reason"] == "user asked"
+    for command in ("query", "recall-b"):
+        found = json.loads(cli(command, "phone number", "--raw", env=env, cwd=tmp_path).stdout)
+        assert all("555" not in m["text"] for m in found["memories"]), command
+        assert found["memories"], command  # the other memory is still there
+
+    gone = cli("history", phone, env=env, cwd=tmp_path, check=False)
+    assert gone.returncode == 4
+    assert gone.stderr.startswith("error: not found")
+    again = cli("forget", "--id", phone, env=env, cwd=tmp_path, check=False)
+    assert again.returncode == 4
+    nothing = cli("forget", "my passport number", env=env, cwd=tmp_path, check=False)
+    assert nothing.returncode == 4
+    assert "matches the query" in nothing.stderr
+    for usage in (("forget",), ("forget", "x", "--id", "y"), ("forget", "  "), ("history", " ")):
+        done = cli(*usage, env=env, cwd=tmp_path, check=False)
+        assert done.returncode == 2, (usage, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_history_and_forget_through_a_server(
+    env: dict[str, str], tmp_path: Path, server: ServiceProcess
+) -> None:
+    with server.client() as client:
+        old = client.post("/store", json={"text": "Dana edits code in Vim."}).json()["id"]
+        new = client.post(
+            "/store", json={"text": "Dana switched to VS Code.", "supersedes": [old]}
+        ).json()["id"]
+    remote = {**env, "COGITO_SERVER": server.base_url}
+    history = json.loads(cli("history", new, "--raw", env=remote, cwd=tmp_path).stdout)
+    assert [v["id"] for v in history["versions"]] == [old, new]
+    assert history["versions"][0]["metadata"]["superseded_by"] == new
+    table = cli("history", old, env=remote, cwd=tmp_path).stdout
+    assert "Vim" in table
+    assert "VS Code" in table
+    assert "(current)" in table
+    forgot = json.loads(cli("forget", "--id", old, "--raw", env=remote, cwd=tmp_path).stdout)
+    assert set(forgot["ids"]) == {old, new}
+    with server.client() as client:
+        assert client.get(f"/memories/{new}").status_code == 404
+        assert client.get("/health").json()["count"] == 0
+    other = cli("--user", "bob", "forget", "--id", new, env=remote, cwd=tmp_path, check=False)
+    assert other.returncode == 1  # refused: this server allows no per-request scope
+    assert "allow_request_scope" in other.stderr
+    assert not (tmp_path / "store").exists()
