@@ -232,6 +232,40 @@ async def test_http_scopes_are_kept_apart_and_match_rest(service: ServiceProcess
         assert rest.get(f"/memories/{stored['id']}").status_code == 404
 
 
+async def test_http_history_forget_and_as_of_act_as_rest(service: ServiceProcess) -> None:
+    austin = "Hana lives in Austin, Texas."
+    denver = "Hana moved to Denver; she lives there now."
+    with service.client(user="hana-mcp") as rest:
+        old = rest.post("/store", json={"text": austin}).json()["id"]
+        new = rest.post("/store", json={"text": denver, "supersedes": [old]}).json()["id"]
+        created = rest.get(f"/memories/{old}").json()["metadata"]["created_at"]
+    async with http_session(service, user="hana-mcp") as hana:
+        history = await _call(hana, "history", {"id": old})
+        assert [v["text"] for v in history["versions"]] == [austin, denver]
+        assert history["current"] == new
+        current = await _call(hana, "recall_b", {"text": "where does Hana live"})
+        assert [m["id"] for m in current["memories"]] == [new]
+        then = await _call(hana, "query", {"text": "where does Hana live", "as_of": created})
+        assert [m["id"] for m in then["memories"]] == [old]
+        future = await hana.call_tool("recall", {"text": "where", "as_of": "2999-01-01T00:00:00Z"})
+        assert future.isError
+        assert "invalid arguments: as_of" in _text(future)
+    async with http_session(service, user="ivan-mcp") as ivan:
+        for tool, arguments in (("history", {"id": old}), ("forget", {"ids": [new]})):
+            refused = await ivan.call_tool(tool, arguments)
+            assert refused.isError, tool
+            assert "no memory with this id in this scope" in _text(refused)
+    async with http_session(service, user="hana-mcp") as hana:
+        forgot = await _call(hana, "forget", {"ids": [new], "reason": "asked"})
+        assert set(forgot["ids"]) == {old, new}
+        assert forgot["audit"]["scope"] == {"user_id": "hana-mcp"}
+        left = await _call(hana, "recall_b", {"text": "Austin Denver", "include_superseded": True})
+        assert left["memories"] == []
+    with service.client(user="hana-mcp") as rest:
+        assert rest.get(f"/history/{old}").status_code == 404
+        assert rest.get("/memories").json()["total"] == 0
+
+
 # -- langchain-mcp-adapters in a LangChain agent --------------------------------------
 
 
