@@ -384,3 +384,19 @@ def test_forget_takes_a_repeated_id_once(client: TestClient) -> None:
     answer = client.post("/forget", json={"ids": [phone, phone]})
     assert answer.status_code == 200, answer.text
     assert answer.json()["ids"] == [phone]
+
+
+def test_asking_for_supersession_without_a_model_says_so(tmp_path: Path, chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+        client.post("/store", json={"text": AUSTIN})
+        default = client.post("/add", json={"text": DENVER}).json()
+        assert default["supersession"] is None  # no model: no judge asked
+        asked = client.post("/add", json={"text": "Boston now.", "supersede": True}).json()
+        assert asked["supersession"] == "fallback_no_llm"
+        assert asked["superseded"] == []
+        chat = {"messages": [{"role": "user", "content": "x"}], "session_id": "s"}
+        refused = client.post("/flush", json={**chat, "supersede": "yes"})
+        assert refused.status_code == 422
+        assert refused.json()["errors"][0]["field"] == "supersede"
+    assert memory.count() == 3
