@@ -13,9 +13,11 @@ from typing import Any
 __all__ = ["ForgetResult", "audit_record", "audit_text", "forget_subject"]
 
 _REQUEST = re.compile(
-    r"""^\W*(?:(?:hey|ok|okay)\W+)?(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?
+    r"""^\W*(?:(?:hey|ok|okay|oh|actually|also|and|but|so|well|um|hmm|one\s+more\s+thing)\W+)*
+    (?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?
     (?:forget|erase|delete|remove)\s+
-    (?P<subject>.*\b(?:i|i'm|i've|i'd|my|me|mine|myself)\b.*)$""",
+    (?P<subject>(?:(?:that|about|what|where|how|when|who|which|everything|anything|all|you\s+know)\s+){0,3}
+        (?:i|i'm|i've|i'd|my|me|mine|myself)\b.*)$""",
     re.IGNORECASE | re.VERBOSE | re.DOTALL,
 )
 _FILLER = re.compile(

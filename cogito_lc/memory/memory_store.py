@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import hashlib
 import logging
 import threading
 import weakref
@@ -662,7 +663,7 @@ class MemoryStore:
         if isinstance(ids, str) or not ids or not all(isinstance(i, str) and i for i in ids):
             msg = f"ids must be a non-empty list of memory ids, got {ids!r}."
             raise ValueError(msg)
-        found = self._store.get(builtins.list(ids), scope.where())
+        found = self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
         missing = sorted(set(ids) - {doc.id for doc in found})
         if missing:
             msg = f"ids {missing} are not memories in scope {scope.metadata() or 'all'}"
@@ -983,6 +984,10 @@ class MemoryStore:
             vocab_map=vocab_map,
             data_dir=directory,
             state=state,
+            judge=self.judge,
+            supersession_candidates=self.supersession_candidates,
+            forget_min_cosine=self.forget_min_cosine,
+            forget_margin=self.forget_margin,
         )
 
     def as_retriever(
@@ -1140,9 +1145,12 @@ class MemoryStore:
         """Write each document after the judge said what it supersedes or repeats."""
         versions = _Versions()
         for doc in documents:
-            if self._existing([doc.id or ""]):
+            held = self._existing([doc.id or ""])
+            if held and not is_superseded(held[0].metadata):
                 versions.memories.extend(self._write([doc]))
                 continue
+            if held:  # said again after it was superseded: a new version of its own
+                doc.id = _restated_id(doc)
             method, supersedes, repeats = self._judge(doc, scope)
             versions.methods.append(method)
             if repeats:
@@ -1171,7 +1179,7 @@ class MemoryStore:
             raise ValueError(msg)
         current = {
             doc.id
-            for doc in self._store.get(builtins.list(ids), scope.where())
+            for doc in self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
             if not is_superseded(doc.metadata)
         }
         missing = [i for i in ids if i not in current]
@@ -1282,6 +1290,12 @@ def _first_use(store: VectorStore) -> bool:
             return False
         _VERIFIED_STORES.add(store)
         return True
+
+
+def _restated_id(doc: Document) -> str:
+    """The id of a memory said again after it was superseded (its text's id plus when)."""
+    when = hashlib.sha256(str(doc.metadata.get("created_at")).encode()).hexdigest()[:8]
+    return f"{doc.id}-{when}"
 
 
 def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:

@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge
+from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.state import DirectoryStateStore
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import ScriptedChatModel
@@ -361,3 +362,49 @@ def test_as_of_before_every_memory_of_the_scope_is_an_error() -> None:
         memory.check_as_of("2025-06-01")
     assert memory.check_as_of("2026-01-01T00:00:00Z").year == 2026
     assert memory.search("where", as_of="2026-02-01") != []
+
+
+def test_a_fact_said_again_after_it_was_superseded_is_current_again() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    austin, denver = _superseding_pair(memory)
+    again = memory.store(AUSTIN, created_at="2026-06-01T00:00:00Z", supersede=True)
+    assert again.id != austin.id
+    assert again.page_content == AUSTIN
+    assert [d.id for d in memory.as_retriever(k=5).invoke("where do I live")] == [again.id]
+    assert [d.id for d in memory.history(austin.id or "")] == [austin.id, denver.id, again.id]
+
+
+def test_repeated_ids_are_one_id() -> None:
+    memory = _memory()
+    old = memory.store(AUSTIN)
+    new = memory.store(DENVER, supersedes=[old.id or "", old.id or ""])
+    assert json.loads(new.metadata["supersedes"]) == [old.id]
+    assert set(memory.forget(ids=[new.id or "", new.id or ""]).ids) == {old.id, new.id}
+
+
+def test_a_scoped_view_keeps_the_judge_and_the_forget_settings() -> None:
+    judge = _judge('{"supersedes": [1], "repeats": []}')
+    memory = _memory(judge, supersession_candidates=3, forget_min_cosine=0.4, forget_margin=0.1)
+    view = memory.scoped({"agent_id": "a1"})
+    assert view.judge is judge
+    assert (view.supersession_candidates, view.forget_min_cosine, view.forget_margin) == (
+        3,
+        0.4,
+        0.1,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Actually, please forget my phone number.", "Oh, and could you forget where I live?"],
+)
+def test_forget_requests_with_a_lead_in_are_recognised(text: str) -> None:
+    assert forget_subject(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["So forget the old plan, my team uses Rust now.", "I forgot my keys at home."],
+)
+def test_notes_mentioning_forgetting_are_not_requests(text: str) -> None:
+    assert forget_subject(text) is None
