@@ -1294,6 +1294,13 @@ def _against_zero_llm(
         result["writes"]["p50_to_zero_llm"] = round(result["writes"]["p50_ms"] / p50, 1)
 
 
+def _load_note(machine: Mapping[str, Any]) -> str:
+    start, end = machine.get("load_average_start"), machine.get("load_average_end")
+    if start is None or end is None:
+        return ""
+    return f" (1-minute load average {start} at the start, {end} at the end)"
+
+
 def _row(name: str, read: str, summary: Mapping[str, Any], conversations: int) -> str:
     def cell(group: str, metric: str) -> str:
         value = summary.get(group, {}).get(metric)
@@ -1317,7 +1324,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"{settings['kinds']} kinds of fact, {settings['questions']} questions), top "
         f"{settings['top_k']}, {settings['embeddings']} on {settings['store']}; cogito-lc "
         f"{report['cogito_lc']}, {report['machine']['cpus']} CPUs, "
-        f"{report['elapsed_s']:.0f} s in all.",
+        f"{report['elapsed_s']:.0f} s in all{_load_note(report['machine'])}.",
         "",
         "| mode | read | conversations | current@1 (cue) | current@1 (plain) | stale@1 (cue) "
         "| stale@1 (plain) | past@1 (as_of) | past stale@1 | forget probes leaked |",
@@ -1432,6 +1439,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
             "python": platform.python_version(),
+            "load_average_start": _load_average(),
         },
         "modes": {},
     }
@@ -1459,9 +1467,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             elif zero_hits:
                 _against_zero_llm(result, zero_hits, zero_writes, {c.conv_id for c in subset})
             report["modes"][mode] = result
+    report["machine"]["load_average_end"] = _load_average()
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return report
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (other work on the machine slows every timing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        return round(os.getloadavg()[0], 2)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

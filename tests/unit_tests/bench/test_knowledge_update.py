@@ -427,3 +427,6 @@ def test_markdown_tables_name_skipped_modes() -> None:
     assert "| zero_llm | recall_b | 1 | 1.000 | - | 0.000 | - | 0.000 | 1.000 | - |" in text
     assert "`openai` skipped: no OpenAI-compatible endpoint" in text
     assert "| zero_llm | 0 | 0 | 0 | 0 | 5.0 | - | 5.0 |" in text
+    assert "load average" not in text
+    report["machine"] = {"cpus": 2, "load_average_start": 1.5, "load_average_end": 7.25}
+    assert "(1-minute load average 1.5 at the start, 7.25 at the end)." in ku.markdown(report)
