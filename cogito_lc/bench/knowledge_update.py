@@ -645,13 +645,15 @@ class UpdateEvaluation:
 
     Example:
         ```python
-        # needs: the local embeddings (pip install "cogito-lc[local,bench]")
+        from cogito_lc.bench.hash_embeddings import HashEmbeddings
         from cogito_lc.bench.knowledge_update import build_evaluation, generate_conversations
 
-        with build_evaluation(generate_conversations(24)) as evaluation:
-            defaults = evaluation.score()
-            other = evaluation.score({"cosine_weight": 0.5})
-            print(sum(h.hit for h in defaults), sum(h.hit for h in other))
+        conversations = generate_conversations(4)
+        embeddings = HashEmbeddings()  # offline; the benchmark uses local_embeddings()
+        with build_evaluation(conversations, embeddings=embeddings, store="memory") as evaluation:
+            defaults = evaluation.score()  # RecallB's defaults
+            other = evaluation.score({"cosine_weight": 0.8})  # the same store, another ranking
+            assert len(defaults) == len(other) == sum(len(c.questions) for c in conversations)
         ```
     """
 
