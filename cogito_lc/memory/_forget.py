@@ -15,11 +15,12 @@ __all__ = ["ForgetResult", "audit_record", "audit_text", "forget_subject"]
 _REQUEST = re.compile(
     r"""^\W*(?:(?:hey|ok|okay|oh|actually|also|and|but|so|well|um|hmm|one\s+more\s+thing)\W+)*
     (?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?
-    (?:forget|erase|delete|remove)\s+
-    (?P<subject>(?:(?:that|about|what|where|how|when|who|which|everything|anything|all|you\s+know)\s+){0,3}
-        (?:i|i'm|i've|i'd|my|me|mine|myself)\b.*)$""",
+    (?P<verb>forget|erase|delete|remove)\s+(?P<rest>.+)$""",
     re.IGNORECASE | re.VERBOSE | re.DOTALL,
 )
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|myself|we|our|ours|us)\b", re.I)
+_REPLACEMENT = re.compile(r"\b(?:use|uses|using|instead|now|rather\s+than)\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"\s*(?:[,;:]|[.!?](?:\s|$)).*$", re.DOTALL)
 _FILLER = re.compile(
     r"^(?:that\s+|about\s+|(?:everything|anything|all|what(?:ever)?)\s+(?:you\s+know\s+)?(?:about\s+)?)+",
     re.IGNORECASE,
@@ -29,25 +30,34 @@ _AUDIT_PREFIX = "forget-audit-"
 
 
 def forget_subject(text: str) -> str | None:
-    """What a first-person forget request asks to forget, or None when ``text`` is not one.
+    """What a forget request asks to forget, or None when ``text`` is not one.
 
-    Only a request about the speaker is one ("Please forget my phone number.",
-    "Forget that I have a dog.", "Can you forget about my old address?"); a note
-    that merely starts with the word ("Forget the staging server, use prod-2")
-    is a memory like any other.
+    A request tells the assistant to forget: "Please forget my phone number.",
+    "Forget that I have a dog.", "Can you forget about my old address?", "Forget
+    the name Juniper, it's confidential." (the subject is its first clause). A note
+    that goes on to say what holds instead ("Forget the staging server; use
+    prod-2") is a memory like any other, and so is "delete"/"remove" unless it is
+    about the speaker ("Remove the old index before migrating" is a note).
 
     Example:
         ```python
         from cogito_lc.memory._forget import forget_subject
 
         assert forget_subject("Please forget my phone number.") == "my phone number"
+        assert forget_subject("Forget the name Juniper, it's private.") == "the name Juniper"
         assert forget_subject("Forget the staging server; use prod-2.") is None
         ```
     """
     found = _REQUEST.match(text.strip())
     if found is None:
         return None
-    subject = _POLITE_END.sub("", _FILLER.sub("", found.group("subject").strip()))
+    rest = found.group("rest").strip()
+    clause = _CLAUSE_END.sub("", rest)
+    if ";" in rest or _REPLACEMENT.search(rest[len(clause) :]):
+        return None
+    if found.group("verb").lower() in {"delete", "remove"} and not _FIRST_PERSON.search(rest):
+        return None
+    subject = _POLITE_END.sub("", _FILLER.sub("", clause.strip()))
     return subject or None
 
 

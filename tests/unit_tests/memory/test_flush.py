@@ -248,7 +248,10 @@ def test_a_forget_request_that_matches_nothing_forgets_nothing(memory: MemorySto
 
 
 def test_only_the_user_asks_to_forget(memory: MemoryStore) -> None:
-    chat = [AIMessage("Please forget my phone number."), HumanMessage("Forget the staging box.")]
+    chat = [
+        AIMessage("Please forget my phone number."),
+        HumanMessage("Forget the staging box; deploys go to prod-2."),
+    ]
     result = flush_session(memory, chat, session_id="s", window_size=1)
     assert result.forgotten == []
     assert len(result.stored) == 2

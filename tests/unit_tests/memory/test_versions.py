@@ -408,3 +408,13 @@ def test_forget_requests_with_a_lead_in_are_recognised(text: str) -> None:
 )
 def test_notes_mentioning_forgetting_are_not_requests(text: str) -> None:
     assert forget_subject(text) is None
+
+
+def test_forgetting_by_query_takes_the_other_versions_and_leaves_the_rest() -> None:
+    memory = _memory()
+    first = memory.store("My phone number is 555-0101.", created_at="2026-01-01")
+    second = memory.store("New phone number: my number is 555-0199.", created_at="2026-02-01")
+    lunch = memory.store(LUNCH)
+    forgotten = memory.forget("my phone number")
+    assert set(forgotten.ids) == {first.id, second.id}
+    assert [d.id for d in memory.list()] == [lunch.id]
