@@ -13,6 +13,7 @@ from __future__ import annotations
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
 from cogito_lc.retrievers._lexical import Bm25Index, Bm25LexicalIndex
+from cogito_lc.retrievers._recency import asks_about_present, recency_step
 from cogito_lc.retrievers._vector_cache import VectorCache
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.retrievers.fts_index import SqliteLexicalIndex
@@ -34,9 +35,11 @@ __all__ = [
     "RecallB",
     "SqliteLexicalIndex",
     "VectorCache",
+    "asks_about_present",
     "decompose_query",
     "document_key",
     "lexical_sync_for",
     "lexical_terms",
+    "recency_step",
     "reciprocal_rank_fusion",
 ]
