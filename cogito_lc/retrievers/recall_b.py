@@ -220,10 +220,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     each fold's training part among the settings keeping LoCoMo's R@1 and R@5 within
     0.005 of the step off (``benchmarks/results/recency_cv.md``, ``python
     benchmarks/recency_cv.py``): on the knowledge-update questions with a present-time
-    word, current-fact@1 0.28 -> 0.76 and stale-at-1 0.65 -> 0.04. ``"present"`` does
-    more there (0.71 current-fact@1 over every present-tense question, fitted on the
-    knowledge-update folds alone) but costs LoCoMo 0.11-0.20 of R@1: most of LoCoMo's
-    present-tense questions ask about a fact stated once, long ago."""
+    word, current-fact@1 0.28 -> 0.76 and stale-at-1 0.65 -> 0.01 (0.31 -> 0.84 and 0.62
+    -> 0.01 on a second seed of the generator), LoCoMo's R@1 and R@5 within 0.004 of the
+    step off. ``"present"`` would also serve plain present-tense questions (0.71
+    current-fact@1 over all of them, fitted on the knowledge-update folds alone) but costs
+    LoCoMo 0.11-0.20 of R@1: most of LoCoMo's present-tense questions ask about a fact
+    stated once, long ago."""
     recency_margin: float = Field(default=0.5, ge=0.0, le=1.0)
     """How far below the best a candidate still counts as tied with it, on
     ``recency_basis`` (default 0.5 on the cosine to the query; cross-validated with
@@ -244,8 +246,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     from the best candidate, at most this many steps, each to the newer tied candidate most
     like the one before (at least ``recency_similarity``); the last one reached comes
     first. A newer line merely near the best in vector space (a sister's city next to the
-    user's) is passed over for the one most like it: stale-at-1 0.04 against 0.10 for the
-    newest tied candidate at the same current-fact@1."""
+    user's) is passed over for the one most like it: stale-at-1 0.01 against 0.10 for the
+    newest tied candidate at the same current-fact@1 (0.76)."""
     include_superseded: bool = False
     """Also return memories a newer one replaced (``superseded_by`` in their metadata,
     see :meth:`MemoryStore.add <cogito_lc.MemoryStore.add>`); by default only current
