@@ -203,6 +203,19 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
     return Depends(body_of)
 
 
+_LIST_QUERY = frozenset({"limit", "offset", "include_superseded", "as_of"})
+
+
+def _reject_unknown_list_query(request: Request) -> None:
+    """``GET /memories`` takes only its documented query parameters (a typo is a 422)."""
+    unknown = sorted(set(request.query_params) - _LIST_QUERY)
+    if unknown:
+        msg = f"unknown query parameter; accepted: {', '.join(sorted(_LIST_QUERY))}"
+        raise RequestValidationError(
+            [{"loc": ("query", name), "msg": msg, "type": "extra_forbidden"} for name in unknown]
+        )
+
+
 def _reject_repeated_scope_header(request: Request) -> None:
     count = len(request.headers.getlist(_SCOPE_HEADER))
     if count > 1:
@@ -451,7 +464,12 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         str, Path(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
     ]
 
-    @router.get("/memories", response_model=MemoryList, responses=_responses(403, auth=auth))
+    @router.get(
+        "/memories",
+        response_model=MemoryList,
+        responses=_responses(403, auth=auth),
+        dependencies=[Depends(_reject_unknown_list_query)],
+    )
     async def list_memories(
         header_user: user,
         limit: Annotated[int, Query(ge=1, le=LIMIT_MAX)] = 50,

@@ -400,3 +400,10 @@ def test_asking_for_supersession_without_a_model_says_so(tmp_path: Path, chroma:
         assert refused.status_code == 422
         assert refused.json()["errors"][0]["field"] == "supersede"
     assert memory.count() == 3
+
+
+def test_listing_refuses_unknown_query_parameters(client: TestClient) -> None:
+    for query in ("?=0.0", "?limt=5", "?limit=5&colour=red"):
+        response = client.get(f"/memories{query}")
+        assert response.status_code == 422, query
+    assert client.get("/memories?limit=5&include_superseded=false").status_code == 200
