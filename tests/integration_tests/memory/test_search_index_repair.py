@@ -6,6 +6,10 @@ state on disk for real: a store is written in another process until Chroma
 persists its index, then the persisted graph is cut so that no neighbour list
 points at a few rows. Building a MemoryStore over the store must find and
 re-index them, and say so in the log.
+
+Chroma's own start-up can still reach one of the cut rows (it re-links rows it
+replays from its write-ahead log), so the rows under test are those a search in
+a new process really misses, checked before the repair.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from tests.integration_tests.random_embeddings import RandomEmbeddings
 
 ROWS = 1000
 """Chroma persists its HNSW index every 1,000 writes (its default sync threshold)."""
+CUT = 6
+"""Rows cut out of the graph; most of them, never all, stay out of every search."""
 
 WRITER = textwrap.dedent(
     f"""
@@ -51,7 +57,7 @@ CHECKER = textwrap.dedent(
 
     store = Chroma("memories", RandomEmbeddings(), persist_directory=sys.argv[1])
     missed = []
-    for doc_id in sys.argv[2].split(","):
+    for doc_id in filter(None, sys.argv[2].split(",")):
         i = int(doc_id[1:])
         hits = store.similarity_search(f"memory {i} of the ledger about item {i * 7}", k=3)
         if doc_id not in [doc.id for doc in hits]:
@@ -120,9 +126,10 @@ def test_rows_no_search_reaches_are_reindexed_on_start(
 ) -> None:
     directory = tmp_path / "store"
     _run(WRITER, directory)
-    cut = _cut_from_graph(directory, 3)
-    found_by_search = _run(CHECKER, directory, ",".join(cut))
-    assert found_by_search.split(",") == cut, "the cut rows are stored but not found"
+    cut_off = _cut_from_graph(directory, CUT)
+    cut = [doc_id for doc_id in _run(CHECKER, directory, ",".join(cut_off)).split(",") if doc_id]
+    assert cut, f"every row cut from the graph ({cut_off}) is still found by a search"
+    assert set(cut) <= set(cut_off)
 
     store = Chroma("memories", RandomEmbeddings(), persist_directory=str(directory))
     assert [doc.id for doc in store.get_by_ids(cut)] == cut
@@ -131,8 +138,10 @@ def test_rows_no_search_reaches_are_reindexed_on_start(
     assert sorted(backend.unsearchable(recent=ROWS)) == cut
     with caplog.at_level(logging.WARNING, logger="cogito_lc.memory.memory_store"):
         memory = MemoryStore(store)
-    assert "3 stored memories were not found by a search for their own vector" in caplog.text
-    assert "repaired, all 3 are found again" in caplog.text
+    assert (
+        f"{len(cut)} stored memories were not found by a search for their own vector" in caplog.text
+    )
+    assert f"repaired, all {len(cut)} are found again" in caplog.text
     assert all(_found_at_k3(store, doc_id) for doc_id in cut)
     assert memory.count() == ROWS
     assert [doc.page_content for doc in store.get_by_ids(cut)] == [_text(d) for d in cut]
