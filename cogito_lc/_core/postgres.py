@@ -36,6 +36,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc._core.postgres_bm25 import bm25_steps, check_bm25_statistics
 from cogito_lc._core.stores import (
     BatchedSearchAdapter,
     Run,
@@ -66,8 +67,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""The version of the memories table layout this package creates and reads."""
+SCHEMA_VERSION = 2
+"""The version of the memories table layout this package creates and reads (2: BM25 statistics)."""
 
 COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
 """Metadata keys held in their own text columns (the scope keys are indexed)."""
@@ -302,7 +303,7 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
         *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
     ]
-    return [";\n".join([create, *indexes])]
+    return [";\n".join([create, *indexes]), *bm25_steps(table)]
 
 
 @dataclass
@@ -351,6 +352,8 @@ def open_postgres_store(
     _quote(collection)
     dimension = len(embeddings.embed_query("dimension probe"))
     database.migrate(f"memories:{collection}", _memories_steps(collection, dimension))
+    with database.transaction() as conn:
+        check_bm25_statistics(conn, collection)
     engine = PGEngine.from_connection_string(database.sqlalchemy_url, pool_pre_ping=True)
     store = PGVectorStore.create_sync(
         engine,

@@ -196,8 +196,13 @@ class Bm25LexicalIndex:
                 masks[key] = mask
         return self._hits(index, query).ranked(k, mask)
 
-    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
-        """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
+    def scores(
+        self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
+    ) -> dict[str, float]:
+        """The score of each of these documents for ``query`` (0.0 when it shares no word).
+
+        ``where`` is accepted for the protocol; the statistics are the whole index's.
+        """
         return self._hits(self._index, query).scores(ids)
 
     def _hits(self, index: Bm25Index, query: str) -> LexicalHits:

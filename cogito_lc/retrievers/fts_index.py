@@ -456,8 +456,13 @@ class SqliteLexicalIndex:
         ).fetchall()
         return CorpusStats(rows=rows, tokens=tokens, document_frequency=dict(frequency))
 
-    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
-        """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
+    def scores(
+        self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
+    ) -> dict[str, float]:
+        """The score of each of these documents for ``query`` (0.0 when it shares no word).
+
+        ``where`` is accepted for the protocol: FTS5's statistics are the whole index's.
+        """
         found = dict.fromkeys(ids, 0.0)
         terms = list(dict.fromkeys(lexical_terms(query)))
         if not terms or not found:

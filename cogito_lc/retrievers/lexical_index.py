@@ -72,8 +72,14 @@ class LexicalIndex(Protocol):
         as query syntax. Documents sharing no word with it are left out.
         """
 
-    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
-        """The score of each of these documents for ``query`` (0.0 when it shares no word)."""
+    def scores(
+        self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
+    ) -> dict[str, float]:
+        """The score of each of these documents for ``query`` (0.0 when it shares no word).
+
+        On the scale of :meth:`search` with the same ``where``: an index whose
+        statistics depend on the scope (Postgres) reads them for ``where``.
+        """
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
         """How many documents matching ``where`` the index holds."""

@@ -133,9 +133,9 @@ class LexicalSync:
             return [hit for hit in hits if predicate(hit[0].metadata)]
         return self._guarded(lambda: self.index.search(query, k, where))
 
-    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
-        """The score of each of these documents for ``query``."""
-        return self._guarded(lambda: self.index.scores(query, ids))
+    def scores(self, query: str, ids: Sequence[str], where: Any = None) -> dict[str, float]:
+        """The score of each of these documents for ``query``, in ``where``'s corpus."""
+        return self._guarded(lambda: self.index.scores(query, ids, where))
 
     def covers_all(self, where: Mapping[str, Any] | None) -> bool:
         """Whether ``where`` matches every document of the index (cached until a write)."""

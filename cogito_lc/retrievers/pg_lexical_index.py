@@ -1,56 +1,75 @@
-"""PostgresLexicalIndex: Postgres full-text search over the memories table itself."""
+"""PostgresLexicalIndex: BM25 in Postgres over the memories table itself."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 
+from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.postgres import (
     SELECT_COLUMNS,
     PostgresAdapter,
     row_document,
     where_to_sql,
 )
-from cogito_lc.retrievers._fts_ranking import rarest_terms
+from cogito_lc._core.postgres_bm25 import stats_table
+from cogito_lc.retrievers._fts_ranking import K1, B, fts5_idf, rarest_terms
 from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
 
-__all__ = ["PostgresLexicalIndex"]
+__all__ = ["PostgresLexicalIndex", "scope_part"]
 
 POSTING_BUDGET = 2_000
 """Rows a search ranks, at most: past it the candidates come from the rarest terms only.
 
-Lower than :data:`~cogito_lc.retrievers.fts_index.POSTING_BUDGET`: ``ts_rank_cd``
-reads and ranks each row's ``tsvector`` (about 10 µs a row), FTS5's ``bm25()``
-reads posting lists only."""
+Lower than :data:`~cogito_lc.retrievers.fts_index.POSTING_BUDGET`: each candidate's
+``tsvector`` is read from its row to score it; FTS5 reads posting lists only."""
 
 # Values go in as parameters; the SQL text formats in only the checked table name and
 # conditions built by ``where_to_sql``: hence the S608 exemptions below.
-_RANK = "ts_rank_cd(content_tsv, q.query, 1)"
-"""Cover density ranking, divided by 1 + log(document length) (shorter documents first)."""
+_CANDIDATE_COLUMNS = f"{SELECT_COLUMNS}, seq, content_tsv, lexical_length"
+_SCORED_COLUMNS = SELECT_COLUMNS
+_SCORE = (
+    "SELECT sum(w.idf * (cardinality(u.positions) * %s) / (cardinality(u.positions) "
+    "+ %s * (1 - %s + %s * m.lexical_length / %s))) AS score "
+    "FROM unnest(m.content_tsv) AS u JOIN unnest(%s::text[], %s::float8[]) AS w(term, idf) "
+    "ON u.lexeme = w.term"
+)
+"""A candidate ``m``'s BM25 score, as FTS5's ``bm25()`` computes it: each query term's
+idf times its saturated frequency (the term's positions in the row's ``tsvector``),
+normalised by the row's ``lexical_length`` against the scope's average."""
 
 
 class PostgresLexicalIndex:
-    """The :class:`~cogito_lc.retrievers.LexicalIndex` of a Postgres memories table.
+    """The :class:`~cogito_lc.retrievers.LexicalIndex` of a Postgres memories table, ranked by BM25.
 
     The table made by :meth:`MemoryStore.from_database_url
     <cogito_lc.MemoryStore.from_database_url>` has a generated ``tsvector``
-    column (``to_tsvector('simple', content)``) with a GIN index, so the index is
-    the table: every committed write is searchable at once by every replica, and
-    :meth:`upsert`, :meth:`delete`, :meth:`reindex` and :meth:`mark_pending` have
-    nothing to do. A query is turned into its
+    column (``to_tsvector('simple', content)``) with a GIN index, each row's
+    length in lexical terms, and per-scope counters of rows and lengths kept by
+    triggers in the same transaction as every write (:mod:`cogito_lc._core.postgres_bm25`).
+    So the index is the table: every committed write is searchable at once by
+    every replica, and :meth:`upsert`, :meth:`delete`, :meth:`reindex` and
+    :meth:`mark_pending` have nothing to do. A query is turned into its
     :func:`~cogito_lc.retrievers.lexical_terms`, each term quoted and joined with
     OR, so no text reaches the tsquery parser as syntax and any text is a valid
-    query. Ranked in SQL with ``ts_rank_cd``; ``where`` filters go into the same
-    statement (scope keys use their indexes).
+    query.
 
-    A query's cost is bounded: the rows matching each term (and ``where``) are
+    Ranked by BM25 as SQLite FTS5's ``bm25()`` ranks (k1 1.2, b 0.75, the same
+    idf), in SQL. The corpus statistics are those of the scope: the scope keys
+    ``where`` requires (:func:`scope_part`), the whole table without any. Other
+    conditions of ``where`` narrow what is returned in the same statement.
+
+    A query's cost is bounded: the rows of the scope holding each term are
     counted first, each count stopping past ``posting_budget``. When the terms
     match more rows than that in all, the candidates are the rows holding the
     rarest terms that fit the budget (at most ``posting_budget`` rows) and only
-    they are ranked, with every query term. Results are exact below the budget;
-    above it a memory holding none of the rare terms is not considered.
+    they are scored, with every query term; a term held by more rows than the
+    budget gets its document frequency from the planner's statistics of the
+    column. Results are exact below the budget; above it a memory holding none
+    of the rare terms is not considered.
 
     Example:
         ```python
@@ -79,6 +98,8 @@ class PostgresLexicalIndex:
         self.table = adapter.table
         self.posting_budget = budget
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
+        self.stats = f'"{stats_table(adapter.binding.table)}"'
+        """The table of per-scope BM25 counters."""
 
     # -- writes: the generated column follows the table --------------------------
 
@@ -103,34 +124,82 @@ class PostgresLexicalIndex:
     def search(
         self, query: str, k: int, where: Mapping[str, Any] | None = None
     ) -> list[LexicalHit]:
-        """The ``k`` best memories for ``query`` matching ``where``, best first."""
+        """The ``k`` best memories for ``query`` matching ``where``, best first (BM25)."""
         terms = _terms(query)
         if not terms or k < 1:
             return []
         sql, params = where_to_sql(where)
         with self.adapter.database.connection() as conn:
-            frequency = self._frequency(conn, terms, sql, params)
-            held = {term: rows for term, rows in frequency.items() if rows}
-            if not held:
+            weights = self._weights(conn, terms, where)
+            if weights is None:
                 return []
-            tsquery = _tsquery(list(held))
+            held = weights.frequency
             if sum(held.values()) <= self.posting_budget:
-                rows = conn.execute(
-                    f"SELECT {SELECT_COLUMNS}, {_RANK} AS rank "  # noqa: S608
-                    f"FROM {self.table} AS m, to_tsquery('simple', %s) AS q(query) "
-                    f"WHERE content_tsv @@ q.query AND {sql} ORDER BY rank DESC, seq LIMIT %s",
-                    [tsquery, *params, k],
-                ).fetchall()
+                candidates = (
+                    f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} "  # noqa: S608
+                    f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql}"
+                )
+                candidate_params = [_tsquery(list(held)), *params]
             else:
+                candidates = (
+                    f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} "  # noqa: S608
+                    f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql} LIMIT %s"
+                )
                 rare = _tsquery(rarest_terms(held, self.posting_budget))
-                rows = conn.execute(
-                    f"SELECT {SELECT_COLUMNS}, {_RANK} AS rank FROM "  # noqa: S608
-                    f"(SELECT {SELECT_COLUMNS}, seq, content_tsv FROM {self.table} "
-                    f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql} LIMIT %s) AS m, "
-                    "to_tsquery('simple', %s) AS q(query) ORDER BY rank DESC, seq LIMIT %s",
-                    [rare, *params, self.posting_budget, tsquery, k],
-                ).fetchall()
-        return [(row_document(row[:-1]), float(row[-1])) for row in rows if row[-1] > 0]
+                candidate_params = [rare, *params, self.posting_budget]
+            rows = conn.execute(
+                f"SELECT {_SCORED_COLUMNS}, s.score FROM ({candidates}) AS m, "  # noqa: S608
+                f"LATERAL ({_SCORE}) AS s WHERE s.score > 0 ORDER BY s.score DESC, m.seq LIMIT %s",
+                [*candidate_params, *weights.params(), k],
+            ).fetchall()
+        return [(row_document(row[:-1]), float(row[-1])) for row in rows]
+
+    def scores(
+        self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
+    ) -> dict[str, float]:
+        """The BM25 score of each of these memories for ``query`` (0.0 when it shares no word).
+
+        ``where`` names the corpus the statistics come from, as in :meth:`search`,
+        so the scores compare with the ones a search of the same ``where`` gives.
+        """
+        result = dict.fromkeys(ids, 0.0)
+        terms = _terms(query)
+        if not terms or not ids:
+            return result
+        with self.adapter.database.connection() as conn:
+            weights = self._weights(conn, terms, where)
+            if weights is None:
+                return result
+            rows = conn.execute(
+                f"SELECT m.id, s.score FROM (SELECT {_CANDIDATE_COLUMNS} "  # noqa: S608
+                f"FROM {self.table} WHERE id = ANY(%s)) AS m, LATERAL ({_SCORE}) AS s",
+                [list(ids), *weights.params()],
+            ).fetchall()
+        result.update({row[0]: float(row[1]) for row in rows if row[1] is not None})
+        return result
+
+    def _weights(
+        self, conn: Any, terms: list[str], where: Mapping[str, Any] | None
+    ) -> _TermWeights | None:
+        """The BM25 weights of ``terms`` in the scope of ``where``; None when none is held."""
+        scope_sql, scope_params = where_to_sql(scope_part(where))
+        row = conn.execute(
+            f"SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) FROM {self.stats} "  # noqa: S608
+            f"WHERE {scope_sql}",
+            scope_params,
+        ).fetchone()
+        rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
+        if rows <= 0:
+            return None
+        counted = self._frequency(conn, terms, scope_sql, scope_params)
+        held = {term: count for term, count in counted.items() if count}
+        if not held:
+            return None
+        beyond = [term for term, count in held.items() if count > self.posting_budget]
+        frequency = dict(held)
+        if beyond:
+            frequency.update(self._estimated_frequency(conn, beyond, rows, held))
+        return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frequency)
 
     def _frequency(
         self, conn: Any, terms: list[str], sql: str, params: list[Any]
@@ -144,32 +213,50 @@ class PostgresLexicalIndex:
         ).fetchall()
         return {term: int(row[0]) for term, row in zip(terms, counts, strict=True)}
 
-    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
-        """The rank of each of these memories for ``query`` (0.0 when it shares no word)."""
-        result = dict.fromkeys(ids, 0.0)
-        terms = _terms(query)
-        if not terms or not ids:
-            return result
-        tsquery = _tsquery(terms)
-        with self.adapter.database.connection() as conn:
-            rows = conn.execute(
-                f"SELECT id, {_RANK} FROM {self.table} AS m, "  # noqa: S608
-                "to_tsquery('simple', %s) AS q(query) "
-                "WHERE id = ANY(%s) AND content_tsv @@ q.query",
-                [tsquery, list(ids)],
-            ).fetchall()
-        result.update({row[0]: float(row[1]) for row in rows})
-        return result
+    def _estimated_frequency(
+        self, conn: Any, terms: list[str], rows: int, counted: Mapping[str, int]
+    ) -> dict[str, int]:
+        """Document frequencies of terms held past the budget, not counted row by row.
+
+        The share of the table holding each term, from the planner's statistics of
+        the ``tsvector`` column (``ANALYZE``, run by autovacuum), times the scope's
+        rows; at least the count reached. A term the statistics do not list keeps
+        the count reached (a lower bound: its weight is then somewhat too high).
+        """
+        row = conn.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+            "WHERE schemaname = current_schema() AND tablename = %s AND attname = 'content_tsv'",
+            [self.adapter.binding.table],
+        ).fetchone()
+        shares = dict(zip(row[0], row[1], strict=False)) if row and row[0] else {}
+        return {
+            term: min(rows, max(counted[term], round(float(shares.get(term, 0.0)) * rows)))
+            for term in terms
+        }
 
     def covers_all(self, where: Mapping[str, Any]) -> bool:
-        """Whether every memory matches ``where`` (stops at the first that does not)."""
-        sql, params = where_to_sql(where)
+        """Whether every memory matches ``where``.
+
+        Read from the BM25 counters (one row per scope) when ``where`` is made of
+        scope keys only; otherwise asked of the rows, stopping at the first that
+        does not match.
+        """
+        scope = scope_part(where)
         with self.adapter.database.connection() as conn:
-            row = conn.execute(
-                f"SELECT EXISTS (SELECT 1 FROM {self.table} "  # noqa: S608
-                f"WHERE NOT coalesce({sql}, FALSE))",
-                params,
-            ).fetchone()
+            if scope == where:
+                sql, params = where_to_sql(where)
+                row = conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {self.stats} "  # noqa: S608
+                    f"WHERE rows > 0 AND NOT coalesce({sql}, FALSE))",
+                    params,
+                ).fetchone()
+            else:
+                sql, params = where_to_sql(where)
+                row = conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {self.table} "  # noqa: S608
+                    f"WHERE NOT coalesce({sql}, FALSE))",
+                    params,
+                ).fetchone()
         return not (row and row[0])
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
@@ -179,6 +266,66 @@ class PostgresLexicalIndex:
     def ids(self) -> set[str]:
         """The ids of every memory."""
         return set(self.adapter.ids_in(None))
+
+
+@dataclass(frozen=True)
+class _TermWeights:
+    """What a BM25 score needs of the corpus, for one query."""
+
+    rows: int
+    tokens: int
+    frequency: Mapping[str, int]
+    """Rows holding each term, counted up to the budget + 1 (terms held only)."""
+    estimated: Mapping[str, int]
+    """Rows holding each term, estimated past the budget."""
+
+    def params(self) -> list[Any]:
+        """The parameters of :data:`_SCORE`, in order."""
+        terms = list(self.frequency)
+        average = self.tokens / self.rows if self.tokens > 0 else 1.0
+        return [
+            K1 + 1,
+            K1,
+            B,
+            B,
+            average,
+            terms,
+            [fts5_idf(self.rows, self.estimated[term]) for term in terms],
+        ]
+
+
+def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The conditions of ``where`` on scope keys that every match must meet, or None.
+
+    The BM25 statistics of a search are those of this scope: a filter on other
+    keys (kind, version) narrows what is returned, not the corpus.
+
+    Example:
+        ```python
+        from cogito_lc.retrievers.pg_lexical_index import scope_part
+
+        where = {"$and": [{"user_id": "a"}, {"kind": "rule"}]}
+        assert scope_part(where) == {"user_id": "a"}
+        assert scope_part({"$or": [{"user_id": "a"}, {"user_id": "b"}]}) is None
+        ```
+    """
+    if not where:
+        return None
+    parts: list[dict[str, Any]] = []
+
+    def walk(condition: Mapping[str, Any]) -> None:
+        for key, value in condition.items():
+            if key == "$and" and isinstance(value, list):
+                for part in value:
+                    if isinstance(part, Mapping):
+                        walk(part)
+            elif key in SCOPE_KEYS:
+                parts.append({key: value})
+
+    walk(where)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
 def _terms(query: str) -> list[str]:

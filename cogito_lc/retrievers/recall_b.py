@@ -719,7 +719,7 @@ class _LexicalRun:
         assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
         unknown = [key for key in keys if key not in self._known]
         if unknown:
-            self._known.update(self._index.scores(self._query, unknown))
+            self._known.update(self._index.scores(self._query, unknown, self._where))
         return {key: self._known[key] for key in keys}
 
 

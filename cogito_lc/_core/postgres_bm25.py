@@ -1,0 +1,166 @@
+"""The corpus statistics BM25 needs, kept by Postgres itself beside the memories table.
+
+BM25 weighs each query term by its inverse document frequency, which needs the
+number of documents and their total length in the corpus searched (here: a
+scope), and normalises by each document's length. A memories table made by
+:func:`~cogito_lc._core.postgres.open_postgres_store` (schema version 2) holds:
+
+- ``lexical_length``: each row's length in lexical terms (words of two
+  characters or more, stop words left out, as every cogito-lc lexical index
+  counts them), a generated column;
+- ``<table>_bm25``: one counter row per scope (``user_id``, ``agent_id``,
+  ``run_id``) with its row count and total length, kept by statement-level
+  triggers in the transaction of every insert, delete and update, whatever
+  client writes (``PGVectorStore`` included). A scope's counters are summed at
+  query time; no statistics are ever read from the rows themselves.
+
+Plain SQL and PL/pgSQL only: it works on every managed Postgres, with no
+extension beyond pgvector. :func:`check_bm25_statistics` runs at start-up and
+rebuilds counters found out of step with the rows (a ``TRUNCATE``, triggers
+disabled by hand), with a log line.
+"""
+
+# ruff: noqa: S608 - the SQL formats in only checked table names and fixed column lists
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bm25s.stopwords import STOPWORDS_EN
+
+from cogito_lc._core.metadata import SCOPE_KEYS
+
+__all__ = ["bm25_steps", "check_bm25_statistics", "stats_table"]
+
+logger = logging.getLogger(__name__)
+
+_SCOPE_COLUMNS = ", ".join(f'"{key}"' for key in SCOPE_KEYS)
+_SCOPE_KEY = f"jsonb_build_array({_SCOPE_COLUMNS})::text"
+"""One text per scope; a missing key (NULL) and an empty one stay apart."""
+
+
+def stats_table(table: str) -> str:
+    """The name of the BM25 counter table of the memories table ``table`` (unquoted)."""
+    return f"{table}_bm25"
+
+
+def _stop_words_sql() -> str:
+    words = ", ".join("'" + word.replace("'", "''") + "'" for word in sorted(STOPWORDS_EN))
+    return f"ARRAY[{words}]::text[]"
+
+
+def _length_function() -> str:
+    return f"""
+        CREATE OR REPLACE FUNCTION cogito_lexical_length(tsvector) RETURNS integer
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+            SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest($1)
+            WHERE length(lexeme) > 1 AND lexeme <> ALL ({_stop_words_sql()})
+        $fn$"""
+
+
+def _trigger_function(table: str) -> str:
+    stats = f'"{stats_table(table)}"'
+    upsert = (
+        f"INSERT INTO {stats} AS s (scope, {_SCOPE_COLUMNS}, rows, tokens) "
+        f"SELECT {_SCOPE_KEY}, {_SCOPE_COLUMNS}, sum(d_rows), sum(d_tokens) "
+        f"FROM ({{changes}}) AS c GROUP BY {_SCOPE_COLUMNS} "
+        "HAVING sum(d_rows) <> 0 OR sum(d_tokens) <> 0 ORDER BY 1 "
+        "ON CONFLICT (scope) DO UPDATE SET rows = s.rows + EXCLUDED.rows, "
+        "tokens = s.tokens + EXCLUDED.tokens"
+    )
+    added = f"SELECT {_SCOPE_COLUMNS}, 1 AS d_rows, lexical_length AS d_tokens FROM new_rows"
+    removed = f"SELECT {_SCOPE_COLUMNS}, -1 AS d_rows, -lexical_length AS d_tokens FROM old_rows"
+    return f"""
+        CREATE OR REPLACE FUNCTION "{table}_bm25_sync"() RETURNS trigger
+        LANGUAGE plpgsql AS $fn$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                {upsert.format(changes=added)};
+            ELSIF TG_OP = 'DELETE' THEN
+                {upsert.format(changes=removed)};
+            ELSE
+                {upsert.format(changes=f"{added} UNION ALL {removed}")};
+            END IF;
+            RETURN NULL;
+        END
+        $fn$"""
+
+
+def _rebuild(table: str) -> str:
+    stats = f'"{stats_table(table)}"'
+    return (
+        f"DELETE FROM {stats}; "
+        f"INSERT INTO {stats} (scope, {_SCOPE_COLUMNS}, rows, tokens) "
+        f"SELECT {_SCOPE_KEY}, {_SCOPE_COLUMNS}, count(*), coalesce(sum(lexical_length), 0) "
+        f'FROM "{table}" GROUP BY {_SCOPE_COLUMNS}'
+    )
+
+
+def bm25_steps(table: str) -> list[str]:
+    """The schema step that adds the BM25 statistics to the memories table ``table``.
+
+    Adds the ``lexical_length`` column (a table rewrite, once), the counter
+    table, its triggers, and fills the counters from the rows already there.
+    """
+    name = f'"{table}"'
+    stats = f'"{stats_table(table)}"'
+    scope_columns = ", ".join(f'"{key}" TEXT' for key in SCOPE_KEYS)
+    triggers = [
+        (
+            f'CREATE TRIGGER "{table}_bm25_{event.lower()}" AFTER {event} ON {name} '
+            f"REFERENCING {transition} FOR EACH STATEMENT "
+            f'EXECUTE FUNCTION "{table}_bm25_sync"()'
+        )
+        for event, transition in [
+            ("INSERT", "NEW TABLE AS new_rows"),
+            ("DELETE", "OLD TABLE AS old_rows"),
+            ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+        ]
+    ]
+    step = [
+        _length_function(),
+        f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS lexical_length INTEGER "
+        "GENERATED ALWAYS AS (cogito_lexical_length(to_tsvector('simple', content))) STORED",
+        f"CREATE TABLE IF NOT EXISTS {stats} (scope TEXT PRIMARY KEY, {scope_columns}, "
+        "rows BIGINT NOT NULL, tokens BIGINT NOT NULL)",
+        *(
+            f'CREATE INDEX IF NOT EXISTS "{table}_bm25_{key}" ON {stats} ("{key}")'
+            for key in SCOPE_KEYS
+        ),
+        _trigger_function(table),
+        *triggers,
+        _rebuild(table),
+    ]
+    return [";\n".join(step)]
+
+
+def check_bm25_statistics(conn: Any, table: str) -> bool:
+    """Compare the counters of ``table`` with its rows; rebuild them when out of step.
+
+    Writes wait for the rebuild (the table is locked against them meanwhile), so
+    the counters it writes are exact.
+
+    Returns:
+        Whether the counters were rebuilt.
+    """
+    if _in_step(conn, table):
+        return False
+    conn.execute(f'LOCK TABLE "{table}" IN SHARE MODE')
+    if _in_step(conn, table):
+        return False
+    conn.execute(_rebuild(table))
+    logger.warning("BM25 statistics of %s were out of step with its rows and were rebuilt.", table)
+    return True
+
+
+def _in_step(conn: Any, table: str) -> bool:
+    stats = f'"{stats_table(table)}"'
+    row = conn.execute(
+        f'SELECT (SELECT count(*) FROM "{table}"), '
+        f'(SELECT coalesce(sum(lexical_length), 0) FROM "{table}"), '
+        f"(SELECT coalesce(sum(rows), 0) FROM {stats}), "
+        f"(SELECT coalesce(sum(tokens), 0) FROM {stats}), "
+        f"(SELECT count(*) FROM {stats} WHERE rows < 0 OR tokens < 0)"
+    ).fetchone()
+    return bool(row) and row[0] == row[2] and row[1] == row[3] and row[4] == 0

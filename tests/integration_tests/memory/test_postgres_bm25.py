@@ -1,0 +1,189 @@
+"""BM25 in Postgres: scores as FTS5 gives them, per-scope statistics kept by the writes."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import psycopg
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from cogito_lc import MemoryStore
+from cogito_lc._core.postgres import PostgresDatabase, _memories_steps
+from cogito_lc._core.postgres_bm25 import stats_table
+from cogito_lc.retrievers import PostgresLexicalIndex, SqliteLexicalIndex, lexical_terms
+from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_scorer
+
+EMBEDDINGS = DeterministicFakeEmbedding(size=8)
+
+NOTES = {
+    "a": [
+        "The billing service listens on port 8083 behind the gateway",
+        "Tokens expire after 3600 seconds and refresh tokens after thirty days",
+        "The gateway retries webhooks three times with a growing delay",
+        "Billing exports run nightly and billing reports go to finance",
+        "Deploys freeze on Fridays after noon",
+    ],
+    "b": [
+        "Port 8083 is closed on the bastion host",
+        "The bastion host rotates its keys weekly",
+        "Gateway gateway gateway logs fill the disk on weekends",
+    ],
+}
+QUERIES = [
+    "Which port does billing listen on?",
+    "gateway webhooks",
+    "billing billing reports",
+    "tokens expire refresh",
+    "bastion keys",
+    "nothing matches this",
+]
+
+
+def _memory(pg_url: str, collection: str) -> MemoryStore:
+    return MemoryStore.from_database_url(pg_url, embeddings=EMBEDDINGS, collection=collection)
+
+
+def _index(memory: MemoryStore) -> PostgresLexicalIndex:
+    assert memory._lexical is not None
+    index = memory._lexical.index
+    assert isinstance(index, PostgresLexicalIndex)
+    return index
+
+
+def _filled(pg_url: str, collection: str) -> tuple[MemoryStore, dict[str, str]]:
+    memory = _memory(pg_url, collection)
+    texts: dict[str, str] = {}
+    for user, notes in NOTES.items():
+        ids = memory.scoped({"user_id": user}).store_many(notes)
+        texts.update(zip(ids, notes, strict=True))
+    return memory, texts
+
+
+def _python_bm25(query: str, corpus: list[str]) -> dict[str, float]:
+    terms = list(dict.fromkeys(lexical_terms(query)))
+    documents = [lexical_terms(text) for text in corpus]
+    frequency = {term: sum(term in document for document in documents) for term in terms}
+    stats = CorpusStats(
+        rows=len(corpus), tokens=sum(len(d) for d in documents), document_frequency=frequency
+    )
+    score = bm25_scorer(terms, stats)
+    return {
+        text: score(" ".join(document)) for text, document in zip(corpus, documents, strict=True)
+    }
+
+
+def test_scores_are_bm25_over_the_scope(pg_url: str, pg_collection: str) -> None:
+    memory, texts = _filled(pg_url, pg_collection)
+    index = _index(memory)
+    for user, notes in NOTES.items():
+        where = {"user_id": user}
+        for query in QUERIES:
+            expected = _python_bm25(query, notes)
+            hits = index.search(query, k=10, where=where)
+            assert {texts[doc.id or ""]: score for doc, score in hits} == pytest.approx(
+                {text: score for text, score in expected.items() if score > 0}, rel=1e-9
+            ), query
+            assert [score for _, score in hits] == sorted((s for _, s in hits), reverse=True)
+            scored = index.scores(query, list(texts), where=where)
+            for doc_id, text in texts.items():
+                if text in expected:
+                    assert scored[doc_id] == pytest.approx(expected[text], rel=1e-9)
+
+
+def test_a_scope_has_its_own_statistics(pg_url: str, pg_collection: str) -> None:
+    memory, _ = _filled(pg_url, pg_collection)
+    index = _index(memory)
+    before = index.search("port gateway", k=5, where={"user_id": "a"})
+    memory.scoped({"user_id": "b"}).store_many(
+        [f"port {i} opened on the gateway" for i in range(20)]
+    )
+    after = index.search("port gateway", k=5, where={"user_id": "a"})
+    assert [(doc.id, score) for doc, score in after] == [(doc.id, score) for doc, score in before]
+    whole = index.search("port gateway", k=50)
+    assert len(whole) == 24  # no scope: the whole table is the corpus
+
+
+def test_the_same_scores_as_sqlite_fts5(pg_url: str, pg_collection: str, tmp_path: Path) -> None:
+    memory, texts = _filled(pg_url, pg_collection)
+    index = _index(memory)
+    fts = SqliteLexicalIndex(tmp_path / "fts.sqlite3")
+    fts.upsert([doc for doc_id in texts if (doc := memory.get(doc_id)) is not None])
+    for query in QUERIES:
+        postgres = [(doc.id, round(score, 9)) for doc, score in index.search(query, k=10)]
+        sqlite = [(doc.id, round(score, 9)) for doc, score in fts.search(query, k=10)]
+        assert postgres == sqlite, query
+
+
+def _counters(pg_url: str, collection: str) -> dict[str | None, tuple[int, int]]:
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            f'SELECT user_id, rows, tokens FROM "{stats_table(collection)}" WHERE rows <> 0'  # noqa: S608
+        ).fetchall()
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def _recounted(pg_url: str, collection: str) -> dict[str | None, tuple[int, int]]:
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            f'SELECT user_id, count(*), sum(lexical_length) FROM "{collection}" GROUP BY user_id'  # noqa: S608
+        ).fetchall()
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def test_the_counters_follow_every_write(pg_url: str, pg_collection: str) -> None:
+    memory, texts = _filled(pg_url, pg_collection)
+    assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
+    assert _counters(pg_url, pg_collection)["a"][0] == len(NOTES["a"])
+    first = next(iter(texts))
+    memory.delete(first)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            f"UPDATE \"{pg_collection}\" SET user_id = 'c', content = content || ' moved along' "  # noqa: S608
+            "WHERE content LIKE 'Port 8083%'"
+        )
+        conn.execute(
+            f"UPDATE \"{pg_collection}\" SET langchain_metadata = '{{}}'::jsonb"  # noqa: S608
+        )
+    counters = _counters(pg_url, pg_collection)
+    assert counters == _recounted(pg_url, pg_collection)
+    assert counters["a"][0] == len(NOTES["a"]) - 1
+    assert counters["c"][0] == 1
+
+
+def test_counters_out_of_step_are_rebuilt_at_start_up(
+    pg_url: str, pg_collection: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _filled(pg_url, pg_collection)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'DELETE FROM "{stats_table(pg_collection)}"')  # noqa: S608
+    with caplog.at_level(logging.WARNING, logger="cogito_lc._core.postgres_bm25"):
+        memory = _memory(pg_url, pg_collection)
+    assert "BM25 statistics" in caplog.text
+    assert "rebuilt" in caplog.text
+    assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
+    assert _index(memory).search("bastion keys", k=3, where={"user_id": "b"})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cogito_lc._core.postgres_bm25"):
+        _memory(pg_url, pg_collection)
+    assert "BM25 statistics" not in caplog.text
+
+
+def test_a_table_of_schema_version_1_gains_the_statistics(pg_url: str, pg_collection: str) -> None:
+    database = PostgresDatabase(pg_url)
+    try:
+        database.migrate(f"memories:{pg_collection}", _memories_steps(pg_collection, 8)[:1])
+        with database.connection() as conn:
+            conn.execute(
+                f'INSERT INTO "{pg_collection}" (id, content, embedding, user_id) '  # noqa: S608
+                "VALUES ('old', 'written before the upgrade about the gateway', "
+                "array_fill(0.1, ARRAY[8])::vector, 'a')"
+            )
+    finally:
+        database.close()
+    memory = _memory(pg_url, pg_collection)
+    assert _counters(pg_url, pg_collection) == {"a": (1, 5)}
+    [(doc, score)] = _index(memory).search("gateway upgrade", k=3, where={"user_id": "a"})
+    assert doc.id == "old"
+    assert score > 0
