@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["MOVED_MODULES", "MOVED_NAMES", "package_attribute"]
+__all__ = [
+    "MOVED_LAYER_NAMES",
+    "MOVED_MODULES",
+    "MOVED_NAMES",
+    "moved_attribute",
+    "package_attribute",
+]
 
 MOVED_MODULES: dict[str, str] = {
     "cogito_lc.calibrate": "cogito_lc.memory.calibrate",
@@ -29,7 +35,7 @@ MOVED_MODULES: dict[str, str] = {
     "cogito_lc.discovery": "cogito_lc.service.discovery",
     "cogito_lc.fact_extractor": "cogito_lc.extraction.fact_extractor",
     "cogito_lc.fusion": "cogito_lc.retrievers._fusion",
-    "cogito_lc.lexical": "cogito_lc.retrievers._lexical",
+    "cogito_lc.lexical": "cogito_lc.stores.bm25s_index",
     "cogito_lc.llm_extractor": "cogito_lc.extraction.llm_extractor",
     "cogito_lc.loaders": "cogito_lc.memory.loaders",
     "cogito_lc.memory_store": "cogito_lc.memory.memory_store",
@@ -37,6 +43,10 @@ MOVED_MODULES: dict[str, str] = {
     "cogito_lc.models": "cogito_lc.service.models",
     "cogito_lc.pointer_filter": "cogito_lc.document_compressors.pointer_filter",
     "cogito_lc.recall_b": "cogito_lc.retrievers.recall_b",
+    "cogito_lc.retrievers.fts_index": "cogito_lc.stores.sqlite_fts",
+    "cogito_lc.retrievers.lexical_index": "cogito_lc.stores.lexical_index",
+    "cogito_lc.retrievers.lexical_sync": "cogito_lc.stores.lexical_sync",
+    "cogito_lc.retrievers.pg_lexical_index": "cogito_lc.stores.postgres_lexical",
     "cogito_lc.scope": "cogito_lc.memory.scope",
     "cogito_lc.seed": "cogito_lc.memory.seed",
     "cogito_lc.server": "cogito_lc.service.server",
@@ -47,18 +57,38 @@ MOVED_MODULES: dict[str, str] = {
 """Old public module path -> the module that holds its code now."""
 
 
-MOVED_NAMES: dict[str, str] = dict.fromkeys(
-    (
-        "Bm25Index",
-        "Decomposition",
-        "VectorCache",
-        "decompose_query",
-        "document_key",
-        "reciprocal_rank_fusion",
+MOVED_NAMES: dict[str, str] = {
+    "Bm25Index": "cogito_lc.stores",
+    **dict.fromkeys(
+        (
+            "Decomposition",
+            "VectorCache",
+            "decompose_query",
+            "document_key",
+            "reciprocal_rank_fusion",
+        ),
+        "cogito_lc.retrievers",
     ),
-    "cogito_lc.retrievers",
-)
+}
 """RecallB's building blocks that left the top level -> the package that exports them."""
+
+MOVED_LAYER_NAMES: dict[str, dict[str, str]] = {
+    "cogito_lc.retrievers": dict.fromkeys(
+        (
+            "Bm25Index",
+            "Bm25LexicalIndex",
+            "LexicalHit",
+            "LexicalIndex",
+            "LexicalSync",
+            "PostgresLexicalIndex",
+            "SqliteLexicalIndex",
+            "lexical_sync_for",
+            "lexical_terms",
+        ),
+        "cogito_lc.stores",
+    ),
+}
+"""Names a layer's package exported before they moved to another layer -> their package."""
 
 
 def _message(old: str, new: str) -> str:
@@ -126,23 +156,46 @@ def package_attribute(name: str) -> Any:
     """
     old = f"{__package__}.{name}"
     home = MOVED_NAMES.get(name)
-    if home is not None:
-        warnings.warn(
-            f"{old} is RecallB machinery and left the top level; import it from {home}. "
-            "The top-level name will be removed in a future release.",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return getattr(importlib.import_module(home), name)
+    if home is None:
+        return _moved_module(str(__package__), name)
+    warnings.warn(
+        f"{old} is RecallB machinery and left the top level; import it from {home}. "
+        "The top-level name will be removed in a future release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(home), name)
+
+
+def moved_attribute(package: str, name: str) -> Any:
+    """``<package>.<name>`` for a name or submodule that moved to another layer.
+
+    Raises:
+        AttributeError: If ``name`` did not move out of ``package``.
+    """
+    home = MOVED_LAYER_NAMES.get(package, {}).get(name)
+    if home is None:
+        return _moved_module(package, name)
+    warnings.warn(
+        f"{package}.{name} moved to {home}; import it from {home}. "
+        "The old name will be removed in a future release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(home), name)
+
+
+def _moved_module(package: str, name: str) -> ModuleType:
+    """The forwarding module of the old submodule ``<package>.<name>``, with a warning."""
+    old = f"{package}.{name}"
     new = MOVED_MODULES.get(old)
     if new is None:
-        msg = f"module {__package__!r} has no attribute {name!r}"
+        msg = f"module {package!r} has no attribute {name!r}"
         raise AttributeError(msg)
-    warnings.warn(_message(old, new), DeprecationWarning, stacklevel=3)
+    warnings.warn(_message(old, new), DeprecationWarning, stacklevel=4)
     module = sys.modules.get(old)
     if module is None:
-        forwarding = _ForwardingModule(old, importlib.import_module(new))
-        module = sys.modules.setdefault(old, forwarding)
+        module = sys.modules.setdefault(old, _ForwardingModule(old, importlib.import_module(new)))
     return module
 
 

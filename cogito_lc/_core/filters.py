@@ -3,7 +3,7 @@
 Scopes and ``search_kwargs["filter"]`` are written as Chroma ``where`` dicts.
 Other stores take other filter forms; :func:`store_filter` is the one place a
 ``where`` dict is translated into the form a store's search takes
-(:func:`cogito_lc._core.stores.check_filterable` rejects a store none is known for).
+(:func:`cogito_lc.stores.check_filterable` rejects a store none is known for).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ store gets, so both lexical engines are measured side by side. ``recall_b_pg``
 (opt-in) is RecallB over a Postgres store
 (:meth:`~cogito_lc.MemoryStore.from_database_url`, a private pgserver started once
 per run, one table per conversation, dropped afterwards), so its lexical run is
-:class:`~cogito_lc.retrievers.PostgresLexicalIndex`.
+:class:`~cogito_lc.stores.PostgresLexicalIndex`.
 
 The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
 model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
@@ -80,12 +80,12 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from cogito_lc import MemoryStore, RecallB, __version__
-from cogito_lc._core.postgres import postgres_binding
 from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
 from cogito_lc.bench.scale import drop_table, private_postgres
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings, local_model_path
-from cogito_lc.retrievers import SqliteLexicalIndex
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
+from cogito_lc.stores import SqliteLexicalIndex
+from cogito_lc.stores.postgres import postgres_binding
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The development split, relative to the repository root the benchmark runs from."""

@@ -37,7 +37,6 @@ from cogito_lc import RecallB
 from cogito_lc._core.text import STOP_WORDS
 from cogito_lc.bench import locomo
 from cogito_lc.bench.mem0_hybrid import SEMANTIC_K, hybrid_order, keyword_terms, keyword_tokens
-from cogito_lc.retrievers import Bm25Index
 from cogito_lc.retrievers.adaptive_fusion import (
     adaptive_lexical_weight,
     inflect_query,
@@ -46,6 +45,7 @@ from cogito_lc.retrievers.adaptive_fusion import (
     lexical_query,
     query_terms,
 )
+from cogito_lc.stores import Bm25Index
 
 __all__ = [
     "FusionConfig",

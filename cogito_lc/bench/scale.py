@@ -470,7 +470,7 @@ def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -
     memory when the scope is the whole index, else FTS5, bounded); the exact
     top 10 comes from FTS5 without a bound.
     """
-    from cogito_lc.retrievers import SqliteLexicalIndex
+    from cogito_lc.stores import SqliteLexicalIndex
 
     sync = getattr(recall, "lexical_sync", None)
     index = getattr(sync, "index", None)

@@ -13,11 +13,11 @@ from langchain_core.retrievers import BaseRetriever
 
 from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
-from cogito_lc._core.stores import StoreAdapter, adapter_for
 from cogito_lc._core.validation import check_unicode
 from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
 from cogito_lc.memory.memory_store import MemoryConflictError, MemoryNotFoundError, MemoryStore
 from cogito_lc.memory.scope import Scope, as_scope
+from cogito_lc.stores import StoreAdapter, adapter_for
 
 try:
     from langgraph.store.base import (

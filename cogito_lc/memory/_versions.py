@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from cogito_lc._core.stores import StoreAdapter
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.versions import (
     SUPERSEDED_AT_KEY,
@@ -16,6 +15,7 @@ from cogito_lc._core.versions import (
     superseded_ids,
 )
 from cogito_lc.memory.scope import Scope
+from cogito_lc.stores import StoreAdapter
 
 __all__ = ["incomplete_supersessions", "superseded_marks", "version_chain"]
 

@@ -21,15 +21,6 @@ from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import and_filters
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.postgres import PostgresDatabase, open_postgres_store
-from cogito_lc._core.stores import (
-    ChromaAdapter,
-    ScoredDocument,
-    StoreAdapter,
-    adapter_for,
-    check_filterable,
-    cosine_scores,
-)
 from cogito_lc._core.timestamps import parse_since
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc._core.versions import (
@@ -65,8 +56,17 @@ from cogito_lc.memory.state import (
     PostgresStateStore,
     StateStore,
 )
-from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.retrievers.recall_b import RecallB
+from cogito_lc.stores import (
+    ChromaAdapter,
+    ScoredDocument,
+    StoreAdapter,
+    adapter_for,
+    check_filterable,
+    cosine_scores,
+)
+from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
+from cogito_lc.stores.postgres import PostgresDatabase, open_postgres_store
 
 if TYPE_CHECKING:
     from cogito_lc.document_compressors.supersession import SupersessionJudge
@@ -305,7 +305,7 @@ class MemoryStore:
         the scope keys are indexed columns every filter is pushed into, the
         vector has an HNSW cosine index, and a generated ``tsvector`` column
         with a GIN index serves the lexical run
-        (:class:`~cogito_lc.retrievers.PostgresLexicalIndex`). Ids are the
+        (:class:`~cogito_lc.stores.PostgresLexicalIndex`). Ids are the
         primary key and new memories are inserted with ``ON CONFLICT DO
         NOTHING``, so the same text stored at once by two processes is one
         memory. The database needs the ``vector`` extension (created if the

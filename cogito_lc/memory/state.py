@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from cogito_lc._core.postgres import PostgresDatabase
+from cogito_lc.stores.postgres import PostgresDatabase
 
 __all__ = [
     "SNAPSHOT_FILES",
@@ -121,7 +121,7 @@ class PostgresStateStore:
     Example:
         ```python
         # needs: a Postgres database
-        from cogito_lc._core.postgres import PostgresDatabase
+        from cogito_lc.stores.postgres import PostgresDatabase
         from cogito_lc.memory.state import PostgresStateStore
 
         state = PostgresStateStore(PostgresDatabase("postgresql://me:secret@db/app"), "notes/")

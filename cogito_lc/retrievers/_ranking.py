@@ -1,6 +1,6 @@
 """Ranking helpers for RecallB: BM25 over the candidate pool and the cosine blend.
 
-The cosine similarities themselves come from :func:`cogito_lc._core.stores.cosine_scores`.
+The cosine similarities themselves come from :func:`cogito_lc.stores.cosine_scores`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """RecallB's searches and candidate vectors, over a store adapter.
 
 :func:`search` runs one search per query vector (Chroma: one batched query;
-see :mod:`cogito_lc._core.stores`) and returns the ranked runs and the
+see :mod:`cogito_lc.stores`) and returns the ranked runs and the
 candidate pool (the stored documents). :func:`fill_vectors` then finds a
 vector for every candidate in a bounded cache; misses are read from the store
 where it keeps vectors (Chroma), else embedded once, in one batched call.
@@ -24,9 +24,9 @@ import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from cogito_lc._core.stores import Run, StoreAdapter, StoredVectors
 from cogito_lc.retrievers._fusion import document_key
 from cogito_lc.retrievers._vector_cache import VectorCache
+from cogito_lc.stores import Run, StoreAdapter, StoredVectors
 
 __all__ = [
     "SearchResult",

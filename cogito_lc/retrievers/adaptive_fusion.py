@@ -31,7 +31,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from cogito_lc.retrievers.lexical_index import lexical_terms
+from cogito_lc.stores.lexical_index import lexical_terms
 
 __all__ = [
     "adaptive_lexical_weight",

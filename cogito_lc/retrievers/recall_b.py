@@ -23,7 +23,6 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from cogito_lc._core.filters import equality_predicate, store_filter
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
 from cogito_lc._core.text import STOP_WORDS
 from cogito_lc._core.validation import (
     RejectUnknownFields,
@@ -35,7 +34,6 @@ from cogito_lc._core.versions import check_as_of, version_filter
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
-from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
 from cogito_lc.retrievers._ranking import Vector, blend, bm25_run
 from cogito_lc.retrievers._recency import RecencyBasis, RecencyTrigger, recency_step
 from cogito_lc.retrievers._subquery_vectors import (
@@ -54,8 +52,10 @@ from cogito_lc.retrievers.adaptive_fusion import (
     load_lexicon,
     query_terms,
 )
-from cogito_lc.retrievers.lexical_index import LexicalIndex
-from cogito_lc.retrievers.lexical_sync import LexicalSync, lexical_sync_for
+from cogito_lc.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_scores
+from cogito_lc.stores.bm25s_index import Bm25Index, ChromaBm25Source
+from cogito_lc.stores.lexical_index import LexicalIndex
+from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
 
 __all__ = ["RECALL_B_EVENT", "RecallB"]
 
@@ -153,7 +153,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     lexical_index: Bm25Index | LexicalIndex | None = None
     """Corpus BM25 index for stores that get none automatically. Chroma stores and
     ``InMemoryVectorStore`` share one per store object, kept in step by MemoryStore's
-    writes (:func:`~cogito_lc.retrievers.lexical_sync_for`: SQLite FTS5 beside a
+    writes (:func:`~cogito_lc.stores.lexical_sync_for`: SQLite FTS5 beside a
     persistent Chroma store, bm25s in memory otherwise). A :class:`LexicalIndex` given
     here is searched with the ``filter`` of ``search_kwargs``; a :class:`Bm25Index`
     must hold only documents this retriever may return (no filter is applied to it)."""

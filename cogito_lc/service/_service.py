@@ -166,7 +166,7 @@ def _is_database_down(exc: BaseException) -> bool:
     """A Postgres that stopped answering (restart, network cut): the next try may work."""
     for item in exception_chain(exc):
         module = type(item).__module__
-        postgres = module.startswith(("psycopg", "sqlalchemy", "cogito_lc._core.postgres"))
+        postgres = module.startswith(("psycopg", "sqlalchemy", "cogito_lc.stores.postgres"))
         if postgres and type(item).__name__ in _DATABASE_DOWN:
             return True
     return False

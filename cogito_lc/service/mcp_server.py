@@ -64,7 +64,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from starlette.responses import JSONResponse
 
 from cogito_lc._core.timestamps import parse_since
-from cogito_lc.retrievers.lexical_sync import lexical_sync_for
 from cogito_lc.service._schemas import (
     AS_OF_HELP,
     ID_MAX_CHARS,
@@ -98,6 +97,7 @@ from cogito_lc.service._schemas import (
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
+from cogito_lc.stores.lexical_sync import lexical_sync_for
 
 __all__ = [
     "MCP_PATH",

@@ -78,9 +78,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
 
 from cogito_lc import __version__
-from cogito_lc._core.postgres import DatabaseSetupError, redact_url
 from cogito_lc.memory.memory_store import MemoryStore
-from cogito_lc.retrievers.lexical_sync import lexical_sync_for
 from cogito_lc.service._guard import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -134,6 +132,8 @@ from cogito_lc.service.models import (
     judge_from_settings,
     memory_from_settings,
 )
+from cogito_lc.stores.lexical_sync import lexical_sync_for
+from cogito_lc.stores.postgres import DatabaseSetupError, redact_url
 
 __all__ = ["check_bind", "create_app", "main", "memory_service", "serve"]
 

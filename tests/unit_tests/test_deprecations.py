@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import cogito_lc
-from cogito_lc._deprecated import MOVED_MODULES, MOVED_NAMES
+from cogito_lc._deprecated import MOVED_LAYER_NAMES, MOVED_MODULES, MOVED_NAMES
 
 
 def _forget(name: str) -> None:
@@ -50,14 +50,45 @@ def test_an_old_submodule_as_package_attribute_warns() -> None:
     assert module.Scope is cogito_lc.Scope
 
 
-@pytest.mark.parametrize("name", sorted(MOVED_NAMES))
-def test_names_that_left_the_top_level_still_resolve_with_a_warning(name: str) -> None:
+@pytest.mark.parametrize(("name", "home"), sorted(MOVED_NAMES.items()))
+def test_names_that_left_the_top_level_still_resolve_with_a_warning(name: str, home: str) -> None:
+    assert name not in cogito_lc.__all__
+    with pytest.warns(DeprecationWarning, match=rf"import it from {home}"):
+        value = getattr(cogito_lc, name)
+    assert value is getattr(importlib.import_module(home), name)
+
+
+@pytest.mark.parametrize(
+    ("package", "name", "home"),
+    sorted((p, n, h) for p, names in MOVED_LAYER_NAMES.items() for n, h in names.items()),
+)
+def test_names_that_moved_to_another_layer_resolve_with_a_warning(
+    package: str, name: str, home: str
+) -> None:
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{package}\.{name} moved to {home}"):
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(home), name)
+
+
+def test_an_old_lexical_engine_import_keeps_working() -> None:
+    _forget("cogito_lc.retrievers.fts_index")
+    with pytest.warns(DeprecationWarning, match="cogito_lc.stores.sqlite_fts"):
+        from cogito_lc.retrievers.fts_index import SqliteLexicalIndex
+    from cogito_lc import stores
+
+    assert SqliteLexicalIndex is stores.SqliteLexicalIndex
+    with pytest.warns(DeprecationWarning, match="cogito_lc.stores"):
+        from cogito_lc.retrievers import PostgresLexicalIndex
+    assert PostgresLexicalIndex.__module__ == "cogito_lc.stores.postgres_lexical"
+
+
+def test_an_unknown_name_of_a_layer_is_an_attribute_error() -> None:
     from cogito_lc import retrievers
 
-    assert name not in cogito_lc.__all__
-    with pytest.warns(DeprecationWarning, match=r"import it from cogito_lc\.retrievers"):
-        value = getattr(cogito_lc, name)
-    assert value is getattr(retrievers, name)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        _ = retrievers.nothing_here  # type: ignore[attr-defined]
 
 
 def test_an_unknown_attribute_is_an_attribute_error() -> None:

@@ -69,7 +69,17 @@ def test_package_is_typed() -> None:
 
 
 LAYER_EXPORTS = {
-    "cogito_lc.retrievers": {"RecallB", "CogitoRetriever", "Bm25Index", "decompose_query"},
+    "cogito_lc.retrievers": {"RecallB", "CogitoRetriever", "decompose_query"},
+    "cogito_lc.stores": {
+        "Bm25Index",
+        "ChromaAdapter",
+        "LexicalIndex",
+        "LexicalSync",
+        "PostgresLexicalIndex",
+        "SqliteLexicalIndex",
+        "StoreAdapter",
+        "adapter_for",
+    },
     "cogito_lc.document_compressors": {
         "PointerFilter",
         "PointerOutputParser",
@@ -127,3 +137,39 @@ def test_cogito_store_is_loaded_on_use_and_names_its_extra() -> None:
     from cogito_lc.langgraph import CogitoStore
 
     assert cogito_lc.CogitoStore is CogitoStore
+
+
+STORES_ALL = [
+    "LEXICAL_STOP_WORDS",
+    "SUPPORTED_FILTER_STORES",
+    "BatchedSearchAdapter",
+    "Bm25Index",
+    "Bm25LexicalIndex",
+    "ChromaAdapter",
+    "InMemoryAdapter",
+    "LexicalHit",
+    "LexicalIndex",
+    "LexicalSync",
+    "PostgresLexicalIndex",
+    "Run",
+    "ScoredDocument",
+    "SqliteLexicalIndex",
+    "StoreAdapter",
+    "StoredVectors",
+    "Vector",
+    "adapter_for",
+    "check_filterable",
+    "cosine_scores",
+    "filters_by_metadata",
+    "is_chroma",
+    "lexical_sync_for",
+    "lexical_terms",
+    "register_adapter",
+]
+
+
+def test_stores_all_is_pinned() -> None:
+    from cogito_lc import stores
+
+    assert sorted(stores.__all__) == sorted(STORES_ALL)
+    assert all(getattr(stores, name) is not None for name in stores.__all__)

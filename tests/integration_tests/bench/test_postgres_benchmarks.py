@@ -22,7 +22,7 @@ from cogito_lc.bench.locomo import (
     postgres_store,
 )
 from cogito_lc.bench.locomo import postgres_url as locomo_postgres_url
-from cogito_lc.retrievers import PostgresLexicalIndex
+from cogito_lc.stores import PostgresLexicalIndex
 from tests.integration_tests.bench.test_locomo_embeddings import write_sample_with_evidence
 
 ROOT = Path(__file__).resolve().parents[3]

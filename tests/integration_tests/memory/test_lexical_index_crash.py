@@ -25,7 +25,7 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc.retrievers import SqliteLexicalIndex
+from cogito_lc.stores import SqliteLexicalIndex
 from tests.integration_tests.random_embeddings import RandomEmbeddings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,7 +38,7 @@ WRITER = textwrap.dedent(
     from langchain_chroma import Chroma
 
     from cogito_lc import MemoryStore
-    from cogito_lc.retrievers import LexicalSync
+    from cogito_lc.stores import LexicalSync
     from tests.integration_tests.random_embeddings import RandomEmbeddings
 
     directory, pause_at = sys.argv[1], int(sys.argv[2])
@@ -173,7 +173,7 @@ def test_sigkill_between_the_vector_and_the_lexical_write(
     assert writer.returncode == -signal.SIGKILL
     assert not any(line.startswith(interrupted) for line in lines), "never acknowledged"
     assert _acknowledged(lines)[1] == interrupted.split(" ")[1]
-    with caplog.at_level(logging.WARNING, logger="cogito_lc.retrievers.lexical_sync"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.stores.lexical_sync"):
         _check_after_restart(directory, _acknowledged(lines))
     assert "1 writes were interrupted before reaching it; re-synced" in caplog.text
 

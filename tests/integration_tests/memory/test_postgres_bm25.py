@@ -10,10 +10,10 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from cogito_lc import MemoryStore
-from cogito_lc._core.postgres import PostgresDatabase, _memories_steps
-from cogito_lc._core.postgres_bm25 import stats_table
-from cogito_lc.retrievers import PostgresLexicalIndex, SqliteLexicalIndex, lexical_terms
-from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_scorer
+from cogito_lc.stores import PostgresLexicalIndex, SqliteLexicalIndex, lexical_terms
+from cogito_lc.stores._fts_ranking import CorpusStats, bm25_scorer
+from cogito_lc.stores.postgres import PostgresDatabase, _memories_steps
+from cogito_lc.stores.postgres_bm25 import stats_table
 
 EMBEDDINGS = DeterministicFakeEmbedding(size=8)
 
@@ -158,14 +158,14 @@ def test_counters_out_of_step_are_rebuilt_at_start_up(
     _filled(pg_url, pg_collection)
     with psycopg.connect(pg_url) as conn:
         conn.execute(f'DELETE FROM "{stats_table(pg_collection)}"')  # noqa: S608
-    with caplog.at_level(logging.WARNING, logger="cogito_lc._core.postgres_bm25"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.stores.postgres_bm25"):
         memory = _memory(pg_url, pg_collection)
     assert "BM25 statistics" in caplog.text
     assert "rebuilt" in caplog.text
     assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
     assert _index(memory).search("bastion keys", k=3, where={"user_id": "b"})
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="cogito_lc._core.postgres_bm25"):
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.stores.postgres_bm25"):
         _memory(pg_url, pg_collection)
     assert "BM25 statistics" not in caplog.text
 

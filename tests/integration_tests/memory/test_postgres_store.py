@@ -12,8 +12,8 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from cogito_lc import MemoryStore
-from cogito_lc._core.postgres import DatabaseSetupError, PostgresAdapter
-from cogito_lc.retrievers import PostgresLexicalIndex, pg_lexical_index
+from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
+from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter
 from tests.integration_tests.conftest import EXAMPLES_DATA
 
 
@@ -99,7 +99,7 @@ def test_lexical_run_is_postgres_full_text(
 def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
     pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pg_lexical_index, "POSTING_BUDGET", 5)
+    monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
     memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
     crowd = memory.scoped({"user_id": "a"})
     crowd.store_many([f"common common words in note {i}" for i in range(12)])
@@ -110,7 +110,7 @@ def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
     assert isinstance(bounded, PostgresLexicalIndex)
     assert bounded.posting_budget == 5
     exact = PostgresLexicalIndex(bounded.adapter)
-    assert exact.posting_budget == pg_lexical_index.POSTING_BUDGET == 5
+    assert exact.posting_budget == postgres_lexical.POSTING_BUDGET == 5
     exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
 
     # Below the budget every row sharing a word is ranked by BM25: "zebra", rare in the

@@ -26,7 +26,7 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc._core.stores import ChromaAdapter
+from cogito_lc.stores import ChromaAdapter
 from tests.integration_tests.random_embeddings import RandomEmbeddings
 
 ROWS = 1000

@@ -36,7 +36,7 @@ COMES_WITH = {
     "transformers": "sentence-transformers",
     "sklearn": "scikit-learn",
 }
-# _core/stores.py calls the chromadb collection behind a langchain-chroma store.
+# stores/chroma.py calls the chromadb collection behind a langchain-chroma store.
 USED_WITHOUT_IMPORT = {"chromadb"}
 NOT_SHIPPED = {"tests"}  # the benchmark's optional local model server, from a checkout
 

@@ -9,7 +9,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import RecallB
 from cogito_lc._core.filters import equality_predicate, store_filter, where_predicate
-from cogito_lc._core.stores import check_filterable
+from cogito_lc.stores import check_filterable
 from tests.unit_tests.conftest import HashEmbeddings
 
 

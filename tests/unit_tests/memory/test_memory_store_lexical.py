@@ -12,7 +12,7 @@ from langchain_chroma import Chroma
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import MemoryStore, RecallB
-from cogito_lc.retrievers import Bm25LexicalIndex, SqliteLexicalIndex, _lexical
+from cogito_lc.stores import Bm25LexicalIndex, SqliteLexicalIndex, bm25s_index
 from tests.unit_tests.conftest import HashEmbeddings
 
 RARE = "Error code E4711 means the ledger lock timed out."
@@ -84,13 +84,13 @@ def test_recall_after_a_write_never_rebuilds(
     memory.store_many([f"memory number {i} about topic {i % 7}" for i in range(50)])
     retriever.invoke("topic 3")
     builds: list[int] = []
-    original = _lexical.Bm25Index.__init__
+    original = bm25s_index.Bm25Index.__init__
 
-    def counted(self: _lexical.Bm25Index, documents: Any) -> None:
+    def counted(self: bm25s_index.Bm25Index, documents: Any) -> None:
         builds.append(len(documents))
         original(self, documents)
 
-    monkeypatch.setattr(_lexical.Bm25Index, "__init__", counted)
+    monkeypatch.setattr(bm25s_index.Bm25Index, "__init__", counted)
     for i in range(5):
         memory.store(f"a fresh note {i} about topic 3")
         before = len(builds)

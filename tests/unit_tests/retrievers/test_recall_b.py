@@ -9,7 +9,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc.retrievers._lexical import Bm25Index
+from cogito_lc.stores.bm25s_index import Bm25Index
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 
 
@@ -281,7 +281,7 @@ def test_untranslatable_dict_filter_fails_when_built(embeddings: HashEmbeddings)
 def test_chroma_search_reads_only_the_vectors_the_cache_lacks(
     filled_chroma: Chroma, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cogito_lc._core.stores import ChromaAdapter
+    from cogito_lc.stores import ChromaAdapter
 
     read: list[set[str]] = []
     get_found = ChromaAdapter._get_found

@@ -9,8 +9,8 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc.retrievers import Bm25Index
 from cogito_lc.retrievers.adaptive_fusion import bm25_sigmoid, load_lexicon
+from cogito_lc.stores import Bm25Index
 from tests.unit_tests.conftest import HashEmbeddings
 
 TEXTS = {

@@ -13,7 +13,7 @@ from langchain_chroma import Chroma
 from langchain_core.documents import Document
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc._core.stores import ChromaAdapter
+from cogito_lc.stores import ChromaAdapter
 
 QUERY = "how long do auth tokens last"
 

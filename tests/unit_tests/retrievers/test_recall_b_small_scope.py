@@ -10,7 +10,7 @@ import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc._core.stores import ChromaAdapter
+from cogito_lc.stores import ChromaAdapter
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 
 QUERY = "how long do auth tokens last"
@@ -89,7 +89,7 @@ def test_a_memory_deleted_behind_the_index_is_not_returned(memory: MemoryStore) 
 def test_exact_distances_are_the_index_distances(embeddings: HashEmbeddings, space: str) -> None:
     import numpy as np
 
-    from cogito_lc._core.stores import _distances
+    from cogito_lc.stores.chroma import _distances
 
     store = Chroma(f"space-{space}", embeddings, collection_metadata={"hnsw:space": space})
     store.add_texts(list(MEMORIES.values()), ids=list(MEMORIES))

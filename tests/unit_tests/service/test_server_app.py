@@ -23,12 +23,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import ValidationError
 
 from cogito_lc import FactExtractor, MemoryStore
-from cogito_lc.retrievers import SqliteLexicalIndex, lexical_sync_for
 from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
 from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
 from cogito_lc.service._schemas import CalibrateRequest, SnapshotBuildRequest, request_models
 from cogito_lc.service.config import CogitoSettings, ConfigError
 from cogito_lc.service.server import check_bind, create_app, main
+from cogito_lc.stores import SqliteLexicalIndex, lexical_sync_for
 from tests.unit_tests.conftest import HashEmbeddings
 
 TOKEN = "unit-token"  # noqa: S105 - a test value

@@ -29,7 +29,7 @@ def fts5_idf(rows: int, held: int) -> float:
 
     Example:
         ```python
-        from cogito_lc.retrievers._fts_ranking import fts5_idf
+        from cogito_lc.stores._fts_ranking import fts5_idf
 
         assert fts5_idf(10, 1) > fts5_idf(10, 3) > 0
         assert fts5_idf(10, 9) == 1e-6
@@ -65,7 +65,7 @@ def bm25_score(terms: Sequence[str], document_terms: str, stats: CorpusStats) ->
 
     Example:
         ```python
-        from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score
+        from cogito_lc.stores._fts_ranking import CorpusStats, bm25_score
 
         stats = CorpusStats(rows=3, tokens=6, document_frequency={"port": 1, "billing": 2})
         assert bm25_score(["port"], "billing port", stats) > bm25_score(
@@ -82,7 +82,7 @@ def bm25_scorer(terms: Sequence[str], stats: CorpusStats) -> Callable[[str], flo
 
     Example:
         ```python
-        from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score, bm25_scorer
+        from cogito_lc.stores._fts_ranking import CorpusStats, bm25_score, bm25_scorer
 
         stats = CorpusStats(rows=3, tokens=6, document_frequency={"port": 1, "billing": 2})
         score = bm25_scorer(["port", "billing"], stats)
@@ -110,7 +110,7 @@ def rarest_terms(document_frequency: Mapping[str, int], budget: int) -> list[str
 
     Example:
         ```python
-        from cogito_lc.retrievers._fts_ranking import rarest_terms
+        from cogito_lc.stores._fts_ranking import rarest_terms
 
         frequency = {"what": 9000, "caroline": 7000, "pottery": 800, "workshop": 300}
         assert rarest_terms(frequency, 5000) == ["workshop", "pottery"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from cogito_lc.retrievers import SqliteLexicalIndex, _fts_postings
-from cogito_lc.retrievers._fts_postings import Postings
-from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score
+from cogito_lc.stores import SqliteLexicalIndex, _fts_postings
+from cogito_lc.stores._fts_postings import Postings
+from cogito_lc.stores._fts_ranking import CorpusStats, bm25_score
 
 WORDS = ["what", "did", "caroline", "say", "about", "group", "pottery", "workshop", "camping"]
 QUERIES = [

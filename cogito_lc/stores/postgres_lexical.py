@@ -9,22 +9,22 @@ from typing import Any
 from langchain_core.documents import Document
 
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc._core.postgres import (
+from cogito_lc.stores._fts_ranking import K1, B, fts5_idf, rarest_terms
+from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
+from cogito_lc.stores.postgres import (
     SELECT_COLUMNS,
     PostgresAdapter,
     row_document,
     where_to_sql,
 )
-from cogito_lc._core.postgres_bm25 import stats_table
-from cogito_lc.retrievers._fts_ranking import K1, B, fts5_idf, rarest_terms
-from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
+from cogito_lc.stores.postgres_bm25 import stats_table
 
 __all__ = ["PostgresLexicalIndex", "scope_part"]
 
 POSTING_BUDGET = 2_000
 """Rows a search ranks, at most: past it the candidates come from the rarest terms only.
 
-Lower than :data:`~cogito_lc.retrievers.fts_index.POSTING_BUDGET`: each candidate's
+Lower than :data:`~cogito_lc.stores.sqlite_fts.POSTING_BUDGET`: each candidate's
 ``tsvector`` is read from its row to score it; FTS5 reads posting lists only."""
 
 # Values go in as parameters; the SQL text formats in only the checked table name and
@@ -43,17 +43,17 @@ normalised by the row's ``lexical_length`` against the scope's average."""
 
 
 class PostgresLexicalIndex:
-    """The :class:`~cogito_lc.retrievers.LexicalIndex` of a Postgres memories table, ranked by BM25.
+    """The :class:`~cogito_lc.stores.LexicalIndex` of a Postgres memories table, ranked by BM25.
 
     The table made by :meth:`MemoryStore.from_database_url
     <cogito_lc.MemoryStore.from_database_url>` has a generated ``tsvector``
     column (``to_tsvector('simple', content)``) with a GIN index, each row's
     length in lexical terms, and per-scope counters of rows and lengths kept by
-    triggers in the same transaction as every write (:mod:`cogito_lc._core.postgres_bm25`).
+    triggers in the same transaction as every write (:mod:`cogito_lc.stores.postgres_bm25`).
     So the index is the table: every committed write is searchable at once by
     every replica, and :meth:`upsert`, :meth:`delete`, :meth:`reindex` and
     :meth:`mark_pending` have nothing to do. A query is turned into its
-    :func:`~cogito_lc.retrievers.lexical_terms`, each term quoted and joined with
+    :func:`~cogito_lc.stores.lexical_terms`, each term quoted and joined with
     OR, so no text reaches the tsquery parser as syntax and any text is a valid
     query.
 
@@ -75,7 +75,7 @@ class PostgresLexicalIndex:
         ```python
         # needs: a Postgres database
         from cogito_lc import MemoryStore, local_embeddings
-        from cogito_lc.retrievers import PostgresLexicalIndex
+        from cogito_lc.stores import PostgresLexicalIndex
 
         memory = MemoryStore.from_database_url(
             "postgresql://me:secret@db/app", embeddings=local_embeddings()
@@ -302,7 +302,7 @@ def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
     Example:
         ```python
-        from cogito_lc.retrievers.pg_lexical_index import scope_part
+        from cogito_lc.stores.postgres_lexical import scope_part
 
         where = {"$and": [{"user_id": "a"}, {"kind": "rule"}]}
         assert scope_part(where) == {"user_id": "a"}

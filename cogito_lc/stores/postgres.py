@@ -36,8 +36,9 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc._core.postgres_bm25 import bm25_steps, check_bm25_statistics
-from cogito_lc._core.stores import (
+from cogito_lc._core.timestamps import parse_timestamp
+from cogito_lc._core.where_sql import where_sql
+from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
     ScoredDocument,
@@ -46,8 +47,7 @@ from cogito_lc._core.stores import (
     Vector,
     register_adapter,
 )
-from cogito_lc._core.timestamps import parse_timestamp
-from cogito_lc._core.where_sql import where_sql
+from cogito_lc.stores.postgres_bm25 import bm25_steps, check_bm25_statistics
 
 __all__ = [
     "COLUMNS",
@@ -95,7 +95,7 @@ def redact_url(url: str) -> str:
 
     Example:
         ```python
-        from cogito_lc._core.postgres import redact_url
+        from cogito_lc.stores.postgres import redact_url
 
         assert redact_url("postgresql://me:s3cret@db:5432/app") == "postgresql://me:***@db:5432/app"
         assert redact_url("postgresql:///app?host=/tmp") == "postgresql:///app?host=/tmp"
@@ -386,7 +386,7 @@ def where_to_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
 
     Example:
         ```python
-        from cogito_lc._core.postgres import where_to_sql
+        from cogito_lc.stores.postgres import where_to_sql
 
         sql, params = where_to_sql({"$and": [{"user_id": "a"}, {"n": {"$gt": 2}}]})
         assert params[0] == "a" and '("user_id" = %s)' in sql

@@ -6,12 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cogito_lc.retrievers import SqliteLexicalIndex
+from cogito_lc.stores import SqliteLexicalIndex
 
 WRITER = """
 import sys
 from langchain_core.documents import Document
-from cogito_lc.retrievers import SqliteLexicalIndex
+from cogito_lc.stores import SqliteLexicalIndex
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 index = SqliteLexicalIndex(path)

@@ -17,12 +17,12 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc._core.filters import where_predicate
-from cogito_lc.retrievers import (
+from cogito_lc.stores import (
     Bm25LexicalIndex,
     LexicalIndex,
     LexicalSync,
     SqliteLexicalIndex,
-    _lexical,
+    bm25s_index,
     lexical_sync_for,
 )
 from tests.unit_tests.conftest import HashEmbeddings
@@ -208,13 +208,13 @@ def test_bm25s_index_is_built_once_per_write_never_on_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     builds: list[int] = []
-    original = _lexical.Bm25Index.__init__
+    original = bm25s_index.Bm25Index.__init__
 
-    def counted(self: _lexical.Bm25Index, documents: Any) -> None:
+    def counted(self: bm25s_index.Bm25Index, documents: Any) -> None:
         builds.append(len(documents))
         original(self, documents)
 
-    monkeypatch.setattr(_lexical.Bm25Index, "__init__", counted)
+    monkeypatch.setattr(bm25s_index.Bm25Index, "__init__", counted)
     index = Bm25LexicalIndex()
     builds.clear()
     index.upsert(DOCS)

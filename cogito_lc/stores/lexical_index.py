@@ -2,11 +2,11 @@
 
 RecallB fuses a BM25 run over the whole corpus (or scope) with its vector runs.
 The index behind that run is kept up to date by the writes themselves, never
-rebuilt on the read path: :class:`~cogito_lc.retrievers.SqliteLexicalIndex`
+rebuilt on the read path: :class:`~cogito_lc.stores.SqliteLexicalIndex`
 (SQLite FTS5, persisted beside an embedded Chroma store) and
-:class:`~cogito_lc.retrievers.Bm25LexicalIndex` (bm25s in memory, for stores
+:class:`~cogito_lc.stores.Bm25LexicalIndex` (bm25s in memory, for stores
 without persistence) implement it; a database backend can implement it with its
-own full-text search. :class:`~cogito_lc.retrievers.LexicalSync` keeps one in
+own full-text search. :class:`~cogito_lc.stores.LexicalSync` keeps one in
 step with its vector store.
 """
 
@@ -39,7 +39,7 @@ def lexical_terms(text: str) -> list[str]:
 
     Example:
         ```python
-        from cogito_lc.retrievers import lexical_terms
+        from cogito_lc.stores import lexical_terms
 
         assert lexical_terms("Which port does billing use? 8083!") == [
             "which", "port", "does", "billing", "use", "8083"

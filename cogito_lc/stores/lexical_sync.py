@@ -16,12 +16,15 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import equality_predicate
-from cogito_lc._core.postgres import PostgresAdapter
-from cogito_lc._core.stores import ChromaAdapter, InMemoryAdapter, StoreAdapter, adapter_for
-from cogito_lc.retrievers._lexical import Bm25LexicalIndex
-from cogito_lc.retrievers.fts_index import SqliteLexicalIndex, is_corruption
-from cogito_lc.retrievers.lexical_index import LexicalHit, LexicalIndex
-from cogito_lc.retrievers.pg_lexical_index import PostgresLexicalIndex
+from cogito_lc.stores.adapters import adapter_for
+from cogito_lc.stores.base import StoreAdapter
+from cogito_lc.stores.bm25s_index import Bm25LexicalIndex
+from cogito_lc.stores.chroma import ChromaAdapter
+from cogito_lc.stores.in_memory import InMemoryAdapter
+from cogito_lc.stores.lexical_index import LexicalHit, LexicalIndex
+from cogito_lc.stores.postgres import PostgresAdapter
+from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
+from cogito_lc.stores.sqlite_fts import SqliteLexicalIndex, is_corruption
 
 __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
 
@@ -55,7 +58,7 @@ class LexicalSync:
         from langchain_core.embeddings import DeterministicFakeEmbedding
         from langchain_core.vectorstores import InMemoryVectorStore
 
-        from cogito_lc.retrievers import LexicalSync
+        from cogito_lc.stores import LexicalSync
 
         store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
         store.add_texts(["billing runs on port 8083"], ids=["m1"])  # outside any sync
@@ -184,7 +187,7 @@ class LexicalSync:
     def warm_up(self) -> None:
         """Start up now and read what the index ranks from in memory, before the first search.
 
-        A :class:`~cogito_lc.retrievers.SqliteLexicalIndex` reads its postings
+        A :class:`~cogito_lc.stores.SqliteLexicalIndex` reads its postings
         (about 80 ms per 10,000 memories) that the first search would read otherwise.
         """
         self.ensure_current()
@@ -334,11 +337,11 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
 
     Every RecallB and MemoryStore over the same store object shares it, so a
     write through one is searchable by all at once. A persistent Chroma store
-    gets a :class:`~cogito_lc.retrievers.SqliteLexicalIndex` in its persist
+    gets a :class:`~cogito_lc.stores.SqliteLexicalIndex` in its persist
     directory; a Postgres store made by ``MemoryStore.from_database_url`` gets a
-    :class:`~cogito_lc.retrievers.PostgresLexicalIndex`; a Chroma store without
+    :class:`~cogito_lc.stores.PostgresLexicalIndex`; a Chroma store without
     one and an ``InMemoryVectorStore`` get a
-    :class:`~cogito_lc.retrievers.Bm25LexicalIndex`; other stores get None.
+    :class:`~cogito_lc.stores.Bm25LexicalIndex`; other stores get None.
     """
     with _SYNCS_LOCK:
         try:

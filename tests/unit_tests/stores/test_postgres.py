@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from cogito_lc._core.postgres import (
+from cogito_lc.stores.lexical_index import lexical_terms
+from cogito_lc.stores.postgres import (
     DatabaseUnavailableError,
     PostgresDatabase,
     redact_url,
     where_to_sql,
 )
-from cogito_lc.retrievers.lexical_index import lexical_terms
-from cogito_lc.retrievers.pg_lexical_index import _tsquery
+from cogito_lc.stores.postgres_lexical import _tsquery
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from langchain_chroma import Chroma
 from langchain_core.documents import Document
 
 from cogito_lc import RecallB
-from cogito_lc._core.stores import ChromaAdapter
-from cogito_lc.retrievers._lexical import Bm25Index, ChromaBm25Source
+from cogito_lc.stores import ChromaAdapter
+from cogito_lc.stores.bm25s_index import Bm25Index, ChromaBm25Source
 
 
 def test_bm25_index_ranks_rare_words_and_drops_zero_scores() -> None:

@@ -17,10 +17,10 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.filters import equality_clauses
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc.retrievers._fts_postings import Change, Postings, PostingsMirror
-from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_scorer, rarest_terms
-from cogito_lc.retrievers._where_sql import where_sql
-from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
+from cogito_lc.stores._fts_postings import Change, Postings, PostingsMirror
+from cogito_lc.stores._fts_ranking import CorpusStats, bm25_scorer, rarest_terms
+from cogito_lc.stores._where_sql import where_sql
+from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
 
 __all__ = ["SqliteLexicalIndex", "is_corruption"]
 
@@ -49,7 +49,7 @@ class SqliteLexicalIndex:
 
     Every write is a transaction: documents are added, replaced and deleted one
     batch at a time and never rebuilt on the read path. Ranking is FTS5's
-    ``bm25()`` over :func:`~cogito_lc.retrievers.lexical_terms`, so any query text
+    ``bm25()`` over :func:`~cogito_lc.stores.lexical_terms`, so any query text
     is searched as plain words (each term is quoted, no FTS5 syntax reaches the
     parser). The scope keys (``user_id``, ``agent_id``, ``run_id``) are columns
     with their own SQL indexes; other metadata is filtered with ``json_extract``.
@@ -57,7 +57,7 @@ class SqliteLexicalIndex:
     one machine can read and write the same file.
 
     An unfiltered search (a scope that holds every memory is searched
-    unfiltered by :class:`~cogito_lc.retrievers.LexicalSync`) is ranked over the
+    unfiltered by :class:`~cogito_lc.stores.LexicalSync`) is ranked over the
     index's postings held in memory (``postings_in_memory``, on by default): the
     same ``bm25()`` numbers, exact at any size, in well under a millisecond at
     10,000 memories where FTS5 takes several (it scores every matching row in
@@ -80,7 +80,7 @@ class SqliteLexicalIndex:
 
     A file that is not a readable index (corrupt, another format) is moved aside
     with an error logged and a fresh index is started; :attr:`rebuild_reason` then
-    tells the owner (:class:`~cogito_lc.retrievers.LexicalSync`) to fill it from
+    tells the owner (:class:`~cogito_lc.stores.LexicalSync`) to fill it from
     the vector store.
 
     Example:
@@ -90,7 +90,7 @@ class SqliteLexicalIndex:
 
         from langchain_core.documents import Document
 
-        from cogito_lc.retrievers import SqliteLexicalIndex
+        from cogito_lc.stores import SqliteLexicalIndex
 
         index = SqliteLexicalIndex(Path(tempfile.mkdtemp()) / "lexical.sqlite3")
         index.upsert([
@@ -556,7 +556,7 @@ def is_corruption(error: sqlite3.DatabaseError) -> bool:
         ```python
         import sqlite3
 
-        from cogito_lc.retrievers.fts_index import is_corruption
+        from cogito_lc.stores.sqlite_fts import is_corruption
 
         assert is_corruption(sqlite3.DatabaseError("file is not a database"))
         assert not is_corruption(sqlite3.OperationalError("database is locked"))

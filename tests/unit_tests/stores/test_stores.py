@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc._core.filters import store_filter
-from cogito_lc._core.stores import (
+from cogito_lc.stores import (
     ChromaAdapter,
     InMemoryAdapter,
     StoreAdapter,

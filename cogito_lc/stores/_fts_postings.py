@@ -4,9 +4,9 @@ FTS5's ``bm25()`` is evaluated row by row in SQL: a query made of common
 words costs about a microsecond per matching row (several milliseconds at
 10,000 memories). :class:`Postings` holds the same postings (term, row, count)
 and row lengths in memory and ranks with numpy, to the number ``bm25()`` gives
-(the formula and constants of :mod:`~cogito_lc.retrievers._fts_ranking`).
+(the formula and constants of :mod:`~cogito_lc.stores._fts_ranking`).
 :class:`PostingsMirror` keeps them current with the index file for its owner,
-:class:`~cogito_lc.retrievers.SqliteLexicalIndex`: read from the ``docs`` table
+:class:`~cogito_lc.stores.SqliteLexicalIndex`: read from the ``docs`` table
 in the background, then updated with the owner's writes row by row.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from cogito_lc.retrievers._fts_ranking import K1, B, fts5_idf
+from cogito_lc.stores._fts_ranking import K1, B, fts5_idf
 
 __all__ = ["Change", "Postings", "PostingsMirror", "Row"]
 
@@ -37,7 +37,7 @@ class Postings:
 
     Example:
         ```python
-        from cogito_lc.retrievers._fts_postings import Postings
+        from cogito_lc.stores._fts_postings import Postings
 
         postings = Postings([(1, "billing port 8083"), (2, "search latency budget")])
         assert [rowid for rowid, _ in postings.top(["port", "latency"], k=2)] in ([1, 2], [2, 1])

@@ -4,7 +4,7 @@ Vector search misses memories that share a rare word with the query (a name,
 an error code, a port number) but little meaning. RecallB therefore fuses one
 BM25 run over the whole corpus, besides the BM25 run over its candidate pool.
 :class:`Bm25Index` is an immutable bm25s index; :class:`Bm25LexicalIndex` is the
-in-memory :class:`~cogito_lc.retrievers.LexicalIndex` over it (rebuilt once per
+in-memory :class:`~cogito_lc.stores.LexicalIndex` over it (rebuilt once per
 write batch, on the write path). :class:`ChromaBm25Source` keeps one index per
 filter for a Chroma store, rebuilt when the collection changes: RecallB uses it
 only for a ``where_document`` filter, which the lexical indexes do not take.
@@ -26,9 +26,9 @@ import numpy.typing as npt
 from langchain_core.documents import Document
 
 from cogito_lc._core.filters import where_predicate
-from cogito_lc._core.stores import ChromaAdapter
-from cogito_lc.retrievers._fusion import document_key
-from cogito_lc.retrievers.lexical_index import LexicalHit, lexical_terms
+from cogito_lc._core.identity import document_key
+from cogito_lc.stores.chroma import ChromaAdapter
+from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
 
 __all__ = ["Bm25Index", "Bm25LexicalIndex", "ChromaBm25Source", "LexicalHits"]
 
@@ -76,7 +76,7 @@ class Bm25Index:
         ```python
         from langchain_core.documents import Document
 
-        from cogito_lc.retrievers import Bm25Index
+        from cogito_lc.stores import Bm25Index
 
         index = Bm25Index([Document(page_content="billing runs on port 8083", id="m1")])
         assert [d.id for d in index.search("which port does billing use", k=3)] == ["m1"]
@@ -115,7 +115,7 @@ class Bm25Index:
 
 
 class Bm25LexicalIndex:
-    """An in-memory :class:`~cogito_lc.retrievers.LexicalIndex` over bm25s.
+    """An in-memory :class:`~cogito_lc.stores.LexicalIndex` over bm25s.
 
     For vector stores that keep nothing on disk (an ``InMemoryVectorStore``, a
     Chroma store without a persist directory). Each write (one batch of
@@ -127,7 +127,7 @@ class Bm25LexicalIndex:
         ```python
         from langchain_core.documents import Document
 
-        from cogito_lc.retrievers import Bm25LexicalIndex
+        from cogito_lc.stores import Bm25LexicalIndex
 
         index = Bm25LexicalIndex()
         index.upsert([Document(page_content="billing runs on port 8083", id="m1")])

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from cogito_lc.retrievers import LexicalSync, SqliteLexicalIndex
-from cogito_lc.retrievers._fts_ranking import CorpusStats, bm25_score, rarest_terms
+from cogito_lc.stores import LexicalSync, SqliteLexicalIndex
+from cogito_lc.stores._fts_ranking import CorpusStats, bm25_score, rarest_terms
 
 COMMON = ["what", "did", "caroline", "about", "group"]
 RARE = ["pottery", "workshop", "adoption", "religious", "camping", "accident"]

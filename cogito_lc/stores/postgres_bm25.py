@@ -3,7 +3,7 @@
 BM25 weighs each query term by its inverse document frequency, which needs the
 number of documents and their total length in the corpus searched (here: a
 scope), and normalises by each document's length. A memories table made by
-:func:`~cogito_lc._core.postgres.open_postgres_store` (schema version 2) holds:
+:func:`~cogito_lc.stores.postgres.open_postgres_store` (schema version 2) holds:
 
 - ``lexical_length``: each row's length in lexical terms (words of two
   characters or more, stop words left out, as every cogito-lc lexical index

@@ -1,0 +1,66 @@
+"""The adapter of LangChain's ``InMemoryVectorStore``: its documents read in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from cogito_lc._core.filters import store_filter
+from cogito_lc.stores.base import (
+    ScoredDocument,
+    StoreAdapter,
+    finite_score,
+    matches_where,
+)
+
+__all__ = ["InMemoryAdapter"]
+
+
+class InMemoryAdapter(StoreAdapter):
+    """An ``InMemoryVectorStore``: listing, counting and paging over its documents in memory."""
+
+    def _matching(self, where: Mapping[str, Any] | None) -> list[Document]:
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        return [
+            Document(page_content=row["text"], metadata=dict(row["metadata"]), id=row["id"])
+            for row in list(held.store.values())
+            if matches_where(where, row["metadata"])
+        ]
+
+    def page(self, where: Mapping[str, Any] | None, limit: int, offset: int) -> list[Document]:
+        return self._matching(where)[offset : offset + limit]
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        if where is None:
+            held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+            return len(held.store)
+        return len(self._matching(where))
+
+    def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
+        return [doc.id or "" for doc in self._matching(where)]
+
+    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        documents = self._merged(updates)
+        for doc in documents:
+            row = held.store[doc.id or ""]
+            row["metadata"] = dict(doc.metadata)
+        return documents
+
+    def recent(self, limit: int) -> list[Document]:
+        return self._matching(None)[-limit:] if limit > 0 else []
+
+    def scored_search(
+        self, text: str, k: int, where: Mapping[str, Any] | None = None
+    ) -> list[ScoredDocument]:
+        """The ``k`` documents matching ``where`` nearest to ``text``, scored by cosine similarity.
+
+        (The store's own similarity; it gives no relevance scores.)
+        """
+        pairs = self.store.similarity_search_with_score(
+            text, k=k, filter=store_filter(self.store, where)
+        )
+        return [(doc, finite_score(score)) for doc, score in pairs]
