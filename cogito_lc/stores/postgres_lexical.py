@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,12 @@ POSTING_BUDGET = 2_000
 
 Lower than :data:`~cogito_lc.stores.sqlite_fts.POSTING_BUDGET`: each candidate's
 ``tsvector`` is read from its row to score it; FTS5 reads posting lists only."""
+
+_WEIGHTS_KEPT_SECONDS = 1.0
+"""How long a query's BM25 weights are reused (the statistics of a scope barely move)."""
+_WEIGHTS_KEPT = 256
+"""Queries whose weights are kept at most."""
+_WeightsKey = tuple[tuple[str, ...], str]
 
 # Values go in as parameters; the SQL text formats in only the checked table name and
 # conditions built by ``where_to_sql``: hence the S608 exemptions below.
@@ -100,6 +107,9 @@ class PostgresLexicalIndex:
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
         self.stats = f'"{stats_table(adapter.binding.table)}"'
         """The table of per-scope BM25 counters."""
+        self._kept_weights: dict[
+            tuple[tuple[str, ...], str], tuple[float, _TermWeights | None]
+        ] = {}
 
     # -- writes: the generated column follows the table --------------------------
 
@@ -130,7 +140,7 @@ class PostgresLexicalIndex:
             return []
         sql, params = where_to_sql(where)
         with self.adapter.database.connection() as conn:
-            weights = self._weights(conn, terms, where)
+            weights = self._weights(conn, terms, where, reuse=False)
             if weights is None:
                 return []
             held = weights.frequency
@@ -167,7 +177,7 @@ class PostgresLexicalIndex:
         if not terms or not ids:
             return result
         with self.adapter.database.connection() as conn:
-            weights = self._weights(conn, terms, where)
+            weights = self._weights(conn, terms, where, reuse=True)
             if weights is None:
                 return result
             rows = conn.execute(
@@ -179,20 +189,50 @@ class PostgresLexicalIndex:
         return result
 
     def _weights(
+        self, conn: Any, terms: list[str], where: Mapping[str, Any] | None, *, reuse: bool
+    ) -> _TermWeights | None:
+        """The BM25 weights of ``terms`` in the scope of ``where``; None when none is held.
+
+        A search reads them afresh (a write just made is found) and keeps them a
+        moment (:data:`_WEIGHTS_KEPT_SECONDS`); with ``reuse``, weights kept for the
+        same terms and scope are taken: a recall asks for the scores of its pool
+        right after its search, on the same scale.
+        """
+        key = (tuple(terms), repr(scope_part(where)))
+        now = time.monotonic()
+        kept = self._kept_weights.get(key) if reuse else None
+        if kept is not None and now - kept[0] < _WEIGHTS_KEPT_SECONDS:
+            return kept[1]
+        weights = self._read_weights(conn, terms, where)
+        if len(self._kept_weights) >= _WEIGHTS_KEPT:
+            self._kept_weights.clear()
+        self._kept_weights[key] = (now, weights)
+        return weights
+
+    def _read_weights(
         self, conn: Any, terms: list[str], where: Mapping[str, Any] | None
     ) -> _TermWeights | None:
-        """The BM25 weights of ``terms`` in the scope of ``where``; None when none is held."""
+        """The scope's counters and each term's rows in it, in one statement."""
         scope_sql, scope_params = where_to_sql(scope_part(where))
         row = conn.execute(
-            f"SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) FROM {self.stats} "  # noqa: S608
-            f"WHERE {scope_sql}",
-            scope_params,
+            "SELECT (SELECT coalesce(sum(rows), 0) FROM "  # noqa: S608
+            f"{self.stats} WHERE {scope_sql}), (SELECT coalesce(sum(tokens), 0) FROM "
+            f"{self.stats} WHERE {scope_sql}), ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 "
+            f"FROM {self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND "
+            f"{scope_sql} LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) "
+            "ORDER BY t.n)",
+            [
+                *scope_params,
+                *scope_params,
+                *scope_params,
+                self.posting_budget + 1,
+                [_tsquery([term]) for term in terms],
+            ],
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
-        if rows <= 0:
+        if rows <= 0 or not row:
             return None
-        counted = self._frequency(conn, terms, scope_sql, scope_params)
-        held = {term: count for term, count in counted.items() if count}
+        held = {term: int(n) for term, n in zip(terms, row[2], strict=True) if n}
         if not held:
             return None
         beyond = [term for term, count in held.items() if count > self.posting_budget]
@@ -200,18 +240,6 @@ class PostgresLexicalIndex:
         if beyond:
             frequency.update(self._estimated_frequency(conn, beyond, rows, held))
         return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frequency)
-
-    def _frequency(
-        self, conn: Any, terms: list[str], sql: str, params: list[Any]
-    ) -> dict[str, int]:
-        """How many rows matching ``sql`` hold each term, counted up to the budget + 1."""
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608
-            f"{self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND {sql} "
-            "LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ORDER BY t.n",
-            [*params, self.posting_budget + 1, [_tsquery([term]) for term in terms]],
-        ).fetchall()
-        return {term: int(row[0]) for term, row in zip(terms, counts, strict=True)}
 
     def _estimated_frequency(
         self, conn: Any, terms: list[str], rows: int, counted: Mapping[str, int]

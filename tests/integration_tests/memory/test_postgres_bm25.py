@@ -187,3 +187,15 @@ def test_a_table_of_schema_version_1_gains_the_statistics(pg_url: str, pg_collec
     [(doc, score)] = _index(memory).search("gateway upgrade", k=3, where={"user_id": "a"})
     assert doc.id == "old"
     assert score > 0
+
+
+def test_a_search_finds_a_word_written_right_before_it(pg_url: str, pg_collection: str) -> None:
+    memory, _ = _filled(pg_url, pg_collection)
+    index = _index(memory)
+    assert index.search("zebra crossing", k=3, where={"user_id": "a"}) == []
+    new = memory.scoped({"user_id": "a"}).store("A zebra crossing outside the office")
+    [(doc, score)] = index.search("zebra crossing", k=3, where={"user_id": "a"})
+    assert doc.id == new.id
+    assert index.scores("zebra crossing", [doc.id or ""], where={"user_id": "a"}) == {
+        doc.id: pytest.approx(score)
+    }
