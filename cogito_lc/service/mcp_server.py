@@ -97,7 +97,6 @@ from cogito_lc.service._schemas import (
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
-from cogito_lc.stores.lexical_sync import lexical_sync_for
 
 __all__ = [
     "MCP_PATH",
@@ -684,10 +683,5 @@ def run_stdio(service: MemoryService, **options: Any) -> None:
         **options: Keyword arguments of :func:`create_mcp_server`.
     """
     server = create_mcp_server(service, **options)
-    embeddings = service.memory.vectorstore.embeddings
-    if embeddings is not None:  # load the model before the first call
-        embeddings.embed_query("warm up")
-    sync = lexical_sync_for(service.memory.vectorstore)
-    if sync is not None:  # and the lexical index's in-memory postings
-        sync.warm_up()
+    service.memory.warm_up()  # the model and the lexical postings, before the first call
     server.run("stdio")

@@ -117,6 +117,32 @@ def test_a_persistent_store_restarts_on_its_saved_index(
     assert "lexical index" not in caplog.text, "nothing to rebuild or reconcile"
 
 
+def test_warm_up_loads_the_model_and_the_postings_before_the_first_recall(
+    tmp_path: Path, embeddings: HashEmbeddings
+) -> None:
+    directory = str(tmp_path / "chroma")
+    memory = MemoryStore(Chroma("warm", embeddings, persist_directory=directory))
+    memory.store(RARE, id="rare")
+    memory.as_retriever().lexical_sync.index.close()  # type: ignore[attr-defined]
+
+    reopened = MemoryStore(Chroma("warm", embeddings, persist_directory=directory))
+    index = reopened.as_retriever().lexical_sync.index  # type: ignore[attr-defined]
+    assert isinstance(index, SqliteLexicalIndex)
+    assert not index.postings_ready
+    asked = len(embeddings.query_calls)
+    reopened.warm_up()
+    assert index.postings_ready
+    assert len(embeddings.query_calls) == asked + 1
+    assert _lexical_only(reopened).invoke("E4711")[0].id == "rare"
+
+
+async def test_awarm_up_does_the_same_in_a_worker_thread(embeddings: HashEmbeddings) -> None:
+    memory = MemoryStore(InMemoryVectorStore(embeddings))
+    asked = len(embeddings.query_calls)
+    await memory.awarm_up()
+    assert len(embeddings.query_calls) == asked + 1
+
+
 def test_reindex_rebuilds_from_the_vector_store(store: VectorStore) -> None:
     memory = MemoryStore(store)
     memory.store("Original wording about pelicans.", id="m1")
