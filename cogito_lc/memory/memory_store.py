@@ -276,6 +276,8 @@ class MemoryStore:
             self.state = DirectoryStateStore(self.data_dir)
         if self.state is None and isinstance(self._store, ChromaAdapter):
             self.state = _server_state(self._store)
+        self._audit_state = self.state
+        """Where forget audit records go: ``state``, or for a view with none its store's."""
         if self.vocab_map is None:
             self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
@@ -706,8 +708,8 @@ class MemoryStore:
         name, record = audit_record(ids, scope.metadata(), reason)
         logger.info("forgot %d memories in scope %s (%s)", len(ids), scope.metadata(), reason)
         self.forget_log.append(record)
-        if self.state is not None:
-            self.state.write({name: audit_text(record)})
+        if self._audit_state is not None:
+            self._audit_state.write({name: audit_text(record)})
         return record
 
     def complete_supersessions(self, *, recent: int | None = VERIFY_RECENT_MEMORIES) -> int:
@@ -1026,7 +1028,7 @@ class MemoryStore:
         if state is None and directory is not None:
             state = DirectoryStateStore(directory)
         vocab_map = load_vocab_map(state) or fallback_vocab_map
-        return MemoryStore(
+        view = MemoryStore(
             self.vectorstore,
             extractor=self.extractor,
             scope=target,
@@ -1041,6 +1043,9 @@ class MemoryStore:
             forget_margin=self.forget_margin,
             forget_similarity=self.forget_similarity,
         )
+        if view.state is None:  # its forgetting is audited where the store's is
+            view._audit_state = self._audit_state
+        return view
 
     def as_retriever(
         self,

@@ -199,3 +199,21 @@ def test_a_search_finds_a_word_written_right_before_it(pg_url: str, pg_collectio
     assert index.scores("zebra crossing", [doc.id or ""], where={"user_id": "a"}) == {
         doc.id: pytest.approx(score)
     }
+
+
+def test_a_scoped_view_audits_its_forgetting_in_the_database(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory, texts = _filled(pg_url, pg_collection)
+    view = memory.scoped({"user_id": "b"})
+    forgotten = next(doc_id for doc_id, text in texts.items() if text in NOTES["b"])
+    view.forget(ids=[forgotten], reason="user asked")
+    [record] = view.forget_log
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            "SELECT content FROM cogito_state WHERE name LIKE %s AND content LIKE %s",
+            ("%forget-audit-%", f"%{forgotten}%"),
+        ).fetchall()
+    assert len(rows) == 1
+    assert record["ids"] == [forgotten]
+    assert NOTES["b"][0] not in rows[0][0]
