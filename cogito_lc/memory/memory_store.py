@@ -388,7 +388,7 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         document = self._prepare(text, id, metadata, target, created_at)
         if supersedes is not None:
-            return self._write_superseding(document, self._replaceable(supersedes, target))
+            return self._write_superseding(document, self._replaceable(supersedes, target), target)
         if not supersede:
             return self._write([document])[0]
         subject = forget_subject(text)
@@ -658,7 +658,7 @@ class MemoryStore:
             )
         )
         with self._lock:
-            self._delete(forgotten)
+            self._delete(forgotten, target)
             self._drop_snapshot()
         record = self._audit(forgotten, target, reason)
         return ForgetResult(forgotten, method, record)
@@ -787,7 +787,7 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         with self._lock:
             self._require(id, target)
-            self._delete([id])
+            self._delete([id], target)
         self._audit([id], target, "delete")
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -799,7 +799,7 @@ class MemoryStore:
         self._store.check_filters_by_metadata("MemoryStore.delete_scope")
         with self._lock:
             ids = self._store.ids_in(target.where())
-            self._delete(ids)
+            self._delete(ids, target)
             self._drop_snapshot()
         self._audit(ids, target, "delete_scope")
         return len(ids)
@@ -1214,20 +1214,25 @@ class MemoryStore:
                 versions.repeated.extend(repeats)
                 versions.memories.extend(self._existing(repeats[:1]))
                 continue
-            written = self._write_superseding(doc, supersedes)
+            written = self._write_superseding(doc, supersedes, scope)
             if written is doc:
                 versions.superseded.extend(supersedes)
             versions.memories.append(written)
         return versions
 
-    def _write_superseding(self, doc: Document, supersedes: builtins.list[str]) -> Document:
-        """Write ``doc`` naming what it replaces, then mark those (completed at start-up)."""
+    def _write_superseding(
+        self, doc: Document, supersedes: builtins.list[str], scope: Scope
+    ) -> Document:
+        """Write ``doc`` naming what it replaces in ``scope``, then mark those.
+
+        A crash between the two is completed at start-up.
+        """
         if supersedes:
             doc.metadata[SUPERSEDES_KEY] = supersedes_value(supersedes)
         with self._lock:
             written = self._write([doc])[0]
             if written is doc:
-                self._apply_marks(superseded_marks(doc))
+                self._apply_marks(superseded_marks(doc), scope.where())
         return written
 
     def _replaceable(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
@@ -1280,11 +1285,13 @@ class MemoryStore:
             self._related[scope] = retriever  # type: ignore[assignment]
         return retriever  # type: ignore[return-value]
 
-    def _apply_marks(self, marks: Mapping[str, Mapping[str, Any]]) -> None:
-        """Add version keys to stored memories (metadata only) and refresh the indexes' copies."""
+    def _apply_marks(
+        self, marks: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> None:
+        """Add version keys to stored memories of ``where`` (metadata only); refresh the indexes."""
         if not marks:
             return
-        updated = self._store.set_metadata(marks)
+        updated = self._store.set_metadata(marks, where)
         if self._lexical is not None and updated:
             self._lexical.upsert(updated)
         self._invalidate()
@@ -1293,10 +1300,14 @@ class MemoryStore:
         if self._lexical is not None:
             self._lexical.mark_pending(ids)
 
-    def _delete(self, ids: builtins.list[str]) -> None:
-        """Delete from the vector store, then from the lexical index (ids recorded first)."""
+    def _delete(self, ids: builtins.list[str], scope: Scope) -> None:
+        """Delete from the vector store, then from the lexical index (ids recorded first).
+
+        The ids were found in ``scope``; the deletion names it too (a sharded
+        database routes it by the scope).
+        """
         self._mark_pending(ids)
-        self._store.delete(ids)
+        self._store.delete(ids, scope.where())
         if self._lexical is not None:
             self._lexical.delete(ids)
         for retriever in self._live_retrievers():

@@ -246,12 +246,19 @@ def _store_vectors(
 
 
 def fill_vectors(
-    store: StoreAdapter, embeddings: Embeddings, result: SearchResult, cache: VectorCache
+    store: StoreAdapter,
+    embeddings: Embeddings,
+    result: SearchResult,
+    cache: VectorCache,
+    where: Mapping[str, Any] | None = None,
 ) -> None:
-    """Give every pool document a vector: stored, cached, or embedded once in a batch."""
+    """Give every pool document a vector: stored, cached, or embedded once in a batch.
+
+    ``where`` is the filter the pool was found with (the store's read names it).
+    """
     missing = _from_cache(result, cache)
     if missing:
-        vectors = store.stored_vectors(missing)
+        vectors = store.stored_vectors(missing, where)
         if vectors is None:
             vectors = embeddings.embed_documents(list(missing.values()))
         _store_vectors(result, cache, missing, vectors)
@@ -259,12 +266,16 @@ def fill_vectors(
 
 
 async def afill_vectors(
-    store: StoreAdapter, embeddings: Embeddings, result: SearchResult, cache: VectorCache
+    store: StoreAdapter,
+    embeddings: Embeddings,
+    result: SearchResult,
+    cache: VectorCache,
+    where: Mapping[str, Any] | None = None,
 ) -> None:
     """Async :func:`fill_vectors`."""
     missing = _from_cache(result, cache)
     if missing:
-        vectors = await store.astored_vectors(missing)
+        vectors = await store.astored_vectors(missing, where)
         if vectors is None:
             vectors = await embeddings.aembed_documents(list(missing.values()))
         _store_vectors(result, cache, missing, vectors)

@@ -391,6 +391,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             return self._translated_kwargs(), None
         return {k: v for k, v in self.search_kwargs.items() if k != "filter"}, predicate
 
+    def _where_filter(self) -> Mapping[str, Any] | None:
+        """The ``where`` dict of ``search_kwargs`` (None when there is none, or a function)."""
+        where = self.search_kwargs.get("filter")
+        return where if isinstance(where, Mapping) else None
+
     def _small_scope(self, search_kwargs: dict[str, Any]) -> list[str] | None:
         """The ids of the filter's scope when it is small enough to rank exactly, else None."""
         where = search_kwargs.get("filter")
@@ -486,7 +491,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             lexical=corpus_top,
         )
         self._settle_lexical(found, post_filter, keep)
-        _search.fill_vectors(self._store, self.query_embeddings, found, self._cache)
+        _search.fill_vectors(
+            self._store, self.query_embeddings, found, self._cache, self._where_filter()
+        )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _settle_lexical(
@@ -561,7 +568,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             lexical=corpus_top,
         )
         self._settle_lexical(found, post_filter, keep)
-        await _search.afill_vectors(self._store, self.query_embeddings, found, self._cache)
+        await _search.afill_vectors(
+            self._store, self.query_embeddings, found, self._cache, self._where_filter()
+        )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:

@@ -217,8 +217,10 @@ class StoreAdapter:
         """Every id of a document that matches ``where``."""
         self._unsupported(f"{type(self).__name__}.ids_in")
 
-    def delete(self, ids: list[str]) -> None:
-        """Delete documents by id."""
+    def delete(self, ids: list[str], where: Mapping[str, Any] | None = None) -> None:
+        """Delete the documents with these ids that match ``where`` (all of them without)."""
+        if ids and where is not None:
+            ids = [doc.id for doc in self.get(ids, where) if doc.id]
         if ids:
             self.store.delete(ids=ids)
 
@@ -238,11 +240,15 @@ class StoreAdapter:
         """The directory the store writes to, or None (not persistent, or not known)."""
         return None
 
-    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+    def set_metadata(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
         """Set metadata keys on stored documents, leaving their text and other keys as stored.
 
         Args:
             updates: The keys to set, by document id; ids the store does not hold are skipped.
+            where: Only documents matching it are changed (a database routes the
+                statement by it).
 
         Returns:
             The documents as they are now stored.
@@ -250,7 +256,7 @@ class StoreAdapter:
         Here each document is written again under its id (re-embedded, with the
         same text); adapters that can change metadata in place do so.
         """
-        documents = self._merged(updates)
+        documents = self._merged(updates, where)
         if documents:
             self.store.add_documents(documents, ids=[doc.id or "" for doc in documents])
         return documents
@@ -275,8 +281,10 @@ class StoreAdapter:
                 return False
             offset += _PAGE
 
-    def _merged(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
-        held = self.get(list(updates))
+    def _merged(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
+        held = self.get(list(updates), where)
         return [
             Document(
                 page_content=doc.page_content,
@@ -371,17 +379,23 @@ class StoreAdapter:
             return await self.store.asimilarity_search(text, k=fetch_k, **kwargs), True
         return docs, False
 
-    def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+    def stored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
         """The stored vectors of these documents (text by id), in order, or None.
 
         None when the store does not give its vectors, or one of the documents
         is missing or holds other text (it changed since it was found).
+        ``where`` is the filter the documents were found with: a database
+        adapter puts it in its statement (a sharded database routes by it).
         """
         return None
 
-    async def astored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+    async def astored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
         """Async :meth:`stored_vectors`."""
-        return self.stored_vectors(texts)
+        return self.stored_vectors(texts, where)
 
     def scored_search(
         self, text: str, k: int, where: Mapping[str, Any] | None = None

@@ -79,13 +79,15 @@ class ChromaAdapter(BatchedSearchAdapter):
         )
         return _documents(raw)
 
-    def delete(self, ids: list[str]) -> None:
+    def delete(self, ids: list[str], where: Mapping[str, Any] | None = None) -> None:
         if ids:
-            self.collection.delete(ids=ids)
+            self.collection.delete(ids=ids, where=where)
 
-    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+    def set_metadata(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
         """Set the keys in place (``collection.update``): no re-embedding, text untouched."""
-        documents = self._merged(updates)
+        documents = self._merged(updates, where)
         if documents:
             self.collection.update(
                 ids=[doc.id for doc in documents], metadatas=[doc.metadata for doc in documents]
@@ -261,7 +263,10 @@ class ChromaAdapter(BatchedSearchAdapter):
         where = kwargs.pop("filter", None)
         return self._get_found(list(ids), {"where": where, **kwargs}, None)
 
-    def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+    def stored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
+        """The vectors read by id; ``where`` adds nothing here (one collection, no shards)."""
         raw = self.collection.get(ids=list(texts), include=["embeddings", "documents"])
         found = {
             doc_id: emb
@@ -274,9 +279,11 @@ class ChromaAdapter(BatchedSearchAdapter):
             return None
         return [found[key] for key in texts]
 
-    async def astored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+    async def astored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.stored_vectors, texts)
+        return await loop.run_in_executor(None, self.stored_vectors, texts, where)
 
     def scored_search(
         self, text: str, k: int, where: Mapping[str, Any] | None = None

@@ -42,9 +42,11 @@ class InMemoryAdapter(StoreAdapter):
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         return [doc.id or "" for doc in self._matching(where)]
 
-    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+    def set_metadata(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
         held: InMemoryVectorStore = self.store  # type: ignore[assignment]
-        documents = self._merged(updates)
+        documents = self._merged(updates, where)
         for doc in documents:
             row = held.store[doc.id or ""]
             row["metadata"] = dict(doc.metadata)

@@ -515,28 +515,33 @@ class PostgresAdapter(BatchedSearchAdapter):
             ).fetchall()
         return [row[0] for row in rows]
 
-    def delete(self, ids: list[str]) -> None:
+    def delete(self, ids: list[str], where: Mapping[str, Any] | None = None) -> None:
         if not ids:
             return
+        sql, params = where_to_sql(where)
         with self.database.connection() as conn:
             conn.execute(
-                f"DELETE FROM {self.table} WHERE id = ANY(%s)",  # noqa: S608
-                [list(ids)],
+                f"DELETE FROM {self.table} WHERE id = ANY(%s) AND {sql}",  # noqa: S608
+                [list(ids), *params],
             )
 
-    def set_metadata(self, updates: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+    def set_metadata(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
         """Merge the keys into each row's JSON metadata in one transaction (text untouched)."""
         if any(key in COLUMNS for keys in updates.values() for key in keys):
             msg = f"set_metadata sets JSON metadata keys only, not the columns {COLUMNS}."
             raise ValueError(msg)
+        sql, params = where_to_sql(where)
         with self.database.transaction() as conn:
             for doc_id in sorted(updates):  # one lock order: concurrent updates never deadlock
                 conn.execute(
                     f"UPDATE {self.table} SET langchain_metadata = "  # noqa: S608
-                    "coalesce(langchain_metadata, '{}'::jsonb) || %s::jsonb WHERE id = %s",
-                    [json.dumps(dict(updates[doc_id])), doc_id],
+                    "coalesce(langchain_metadata, '{}'::jsonb) || %s::jsonb "
+                    f"WHERE id = %s AND {sql}",
+                    [json.dumps(dict(updates[doc_id])), doc_id, *params],
                 )
-        return self.get(list(updates))
+        return self.get(list(updates), where)
 
     def created_by(self, where: Mapping[str, Any] | None, when: datetime) -> bool:
         sql, params = where_to_sql(where)
@@ -604,13 +609,17 @@ class PostgresAdapter(BatchedSearchAdapter):
         found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))
         return [([doc for doc, _ in hits], False) for hits in found]
 
-    def stored_vectors(self, texts: Mapping[str, str]) -> list[Any] | None:
+    def stored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
         if not texts:
             return []
+        sql, params = where_to_sql(where)
         with self.database.connection() as conn:
             rows = conn.execute(
-                f"SELECT id, content, embedding FROM {self.table} WHERE id = ANY(%s)",  # noqa: S608
-                [list(texts)],
+                f"SELECT id, content, embedding FROM {self.table} "  # noqa: S608
+                f"WHERE id = ANY(%s) AND {sql}",
+                [list(texts), *params],
             ).fetchall()
         found = {row[0]: row[2] for row in rows if texts.get(row[0]) == row[1]}
         if set(found) != set(texts):

@@ -170,7 +170,8 @@ class PostgresLexicalIndex:
         """The BM25 score of each of these memories for ``query`` (0.0 when it shares no word).
 
         ``where`` names the corpus the statistics come from, as in :meth:`search`,
-        so the scores compare with the ones a search of the same ``where`` gives.
+        so the scores compare with the ones a search of the same ``where`` gives;
+        a memory outside it scores 0.0.
         """
         result = dict.fromkeys(ids, 0.0)
         terms = _terms(query)
@@ -180,10 +181,11 @@ class PostgresLexicalIndex:
             weights = self._weights(conn, terms, where, reuse=True)
             if weights is None:
                 return result
+            sql, params = where_to_sql(where)
             rows = conn.execute(
                 f"SELECT m.id, s.score FROM (SELECT {_CANDIDATE_COLUMNS} "  # noqa: S608
-                f"FROM {self.table} WHERE id = ANY(%s)) AS m, LATERAL ({_SCORE}) AS s",
-                [list(ids), *weights.params()],
+                f"FROM {self.table} WHERE id = ANY(%s) AND {sql}) AS m, LATERAL ({_SCORE}) AS s",
+                [list(ids), *params, *weights.params()],
             ).fetchall()
         result.update({row[0]: float(row[1]) for row in rows if row[1] is not None})
         return result
