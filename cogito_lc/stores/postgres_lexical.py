@@ -22,6 +22,9 @@ from cogito_lc.stores.postgres_bm25 import stats_table
 
 __all__ = ["PostgresLexicalIndex", "scope_part"]
 
+CANDIDATES = 200
+"""How many candidates, at least, a search past the budget scores with BM25 (as FTS5's)."""
+
 POSTING_BUDGET = 2_000
 """Rows a search ranks, at most: past it the candidates come from the rarest terms only.
 
@@ -33,6 +36,8 @@ _WEIGHTS_KEPT_SECONDS = 1.0
 _WEIGHTS_KEPT = 256
 """Queries whose weights are kept at most."""
 _WeightsKey = tuple[tuple[str, ...], str]
+_SHARES_KEPT_SECONDS = 60.0
+"""How long the planner's term statistics are reused before they are read again."""
 
 # Values go in as parameters; the SQL text formats in only the checked table name and
 # conditions built by ``where_to_sql``: hence the S608 exemptions below.
@@ -72,10 +77,11 @@ class PostgresLexicalIndex:
     A query's cost is bounded: the rows of the scope holding each term are
     counted first, each count stopping past ``posting_budget``. When the terms
     match more rows than that in all, the candidates are the rows holding the
-    rarest terms that fit the budget (at most ``posting_budget`` rows) and only
-    they are scored, with every query term; a term held by more rows than the
-    budget gets its document frequency from the planner's statistics of the
-    column. Results are exact below the budget; above it a memory holding none
+    rarest terms that fit the budget (at most ``posting_budget`` rows); the best
+    ``max(CANDIDATES, 20 * k)`` of them by the summed idf of the query terms each
+    holds are scored with every query term. A term the planner's statistics of
+    the column show in more rows than the budget is not counted: its document
+    frequency is their estimate. Results are exact below the budget; above it a memory holding none
     of the rare terms is not considered.
 
     Example:
@@ -110,6 +116,7 @@ class PostgresLexicalIndex:
         self._kept_weights: dict[
             tuple[tuple[str, ...], str], tuple[float, _TermWeights | None]
         ] = {}
+        self._shares: tuple[float, Mapping[str, float]] = (float("-inf"), {})
 
     # -- writes: the generated column follows the table --------------------------
 
@@ -151,18 +158,33 @@ class PostgresLexicalIndex:
                 )
                 candidate_params = [_tsquery(list(held)), *params]
             else:
-                candidates = (
-                    f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} "  # noqa: S608
-                    f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql} LIMIT %s"
-                )
-                rare = _tsquery(rarest_terms(held, self.posting_budget))
-                candidate_params = [rare, *params, self.posting_budget]
+                candidates, candidate_params = self._shortlist(weights, sql, params, k)
             rows = conn.execute(
                 f"SELECT {_SCORED_COLUMNS}, s.score FROM ({candidates}) AS m, "  # noqa: S608
                 f"LATERAL ({_SCORE}) AS s WHERE s.score > 0 ORDER BY s.score DESC, m.seq LIMIT %s",
                 [*candidate_params, *weights.params(), k],
             ).fetchall()
         return [(row_document(row[:-1]), float(row[-1])) for row in rows]
+
+    def _shortlist(
+        self, weights: _TermWeights, sql: str, params: list[Any], k: int
+    ) -> tuple[str, list[Any]]:
+        """The candidates past the budget, as SQL and its parameters.
+
+        The rows holding the rarest terms that fit the budget (at most
+        ``posting_budget``), of which the best ``max(CANDIDATES, 20 * k)`` by the
+        summed idf of the query terms each holds go on to be scored with BM25.
+        """
+        rare = _tsquery(rarest_terms(weights.frequency, self.posting_budget))
+        idf = weights.idf()
+        held = " + ".join(["(c.content_tsv @@ %s::tsquery)::int * %s::float8"] * len(idf))
+        candidates = (
+            f"SELECT * FROM (SELECT {_CANDIDATE_COLUMNS} FROM {self.table} "  # noqa: S608
+            f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql} LIMIT %s) AS c "
+            f"ORDER BY {held} DESC, c.seq LIMIT %s"
+        )
+        pairs = [value for term, weight in idf.items() for value in (_tsquery([term]), weight)]
+        return candidates, [rare, *params, self.posting_budget, *pairs, max(CANDIDATES, 20 * k)]
 
     def scores(
         self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
@@ -214,55 +236,69 @@ class PostgresLexicalIndex:
     def _read_weights(
         self, conn: Any, terms: list[str], where: Mapping[str, Any] | None
     ) -> _TermWeights | None:
-        """The scope's counters and each term's rows in it, in one statement."""
+        """The scope's counters and each term's rows in it.
+
+        A term the planner's statistics show in more rows of the scope than the
+        posting budget is not counted row by row (the count would stop at the
+        budget anyway): its frequency is their estimate. The others are counted.
+        """
         scope_sql, scope_params = where_to_sql(scope_part(where))
         row = conn.execute(
             "SELECT (SELECT coalesce(sum(rows), 0) FROM "  # noqa: S608
             f"{self.stats} WHERE {scope_sql}), (SELECT coalesce(sum(tokens), 0) FROM "
-            f"{self.stats} WHERE {scope_sql}), ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 "
-            f"FROM {self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND "
-            f"{scope_sql} LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) "
-            "ORDER BY t.n)",
-            [
-                *scope_params,
-                *scope_params,
-                *scope_params,
-                self.posting_budget + 1,
-                [_tsquery([term]) for term in terms],
-            ],
+            f"{self.stats} WHERE {scope_sql})",
+            [*scope_params, *scope_params],
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
-        if rows <= 0 or not row:
+        if rows <= 0:
             return None
-        held = {term: int(n) for term, n in zip(terms, row[2], strict=True) if n}
+        shares = self._term_shares(conn) if rows > self.posting_budget else {}
+        common = {
+            term: min(rows, round(shares[term] * rows))
+            for term in terms
+            if shares.get(term, 0.0) * rows > self.posting_budget
+        }
+        rest = [term for term in terms if term not in common]
+        counted = self._frequency(conn, rest, scope_sql, scope_params) if rest else {}
+        found = {**counted, **common}
+        held = {term: found[term] for term in terms if found.get(term)}
         if not held:
             return None
-        beyond = [term for term, count in held.items() if count > self.posting_budget]
-        frequency = dict(held)
-        if beyond:
-            frequency.update(self._estimated_frequency(conn, beyond, rows, held))
-        return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frequency)
+        estimated = dict(held)
+        for term, count in counted.items():
+            if count > self.posting_budget:  # a lower bound where the statistics say nothing
+                estimated[term] = min(rows, max(count, round(shares.get(term, 0.0) * rows)))
+        return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=estimated)
 
-    def _estimated_frequency(
-        self, conn: Any, terms: list[str], rows: int, counted: Mapping[str, int]
+    def _frequency(
+        self, conn: Any, terms: list[str], sql: str, params: list[Any]
     ) -> dict[str, int]:
-        """Document frequencies of terms held past the budget, not counted row by row.
+        """How many rows matching ``sql`` hold each term, counted up to the budget + 1."""
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608
+            f"{self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND {sql} "
+            "LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ORDER BY t.n",
+            [*params, self.posting_budget + 1, [_tsquery([term]) for term in terms]],
+        ).fetchall()
+        return {term: int(row[0]) for term, row in zip(terms, counts, strict=True)}
 
-        The share of the table holding each term, from the planner's statistics of
-        the ``tsvector`` column (``ANALYZE``, run by autovacuum), times the scope's
-        rows; at least the count reached. A term the statistics do not list keeps
-        the count reached (a lower bound: its weight is then somewhat too high).
+    def _term_shares(self, conn: Any) -> Mapping[str, float]:
+        """The share of the table's rows holding each common term (the planner's statistics).
+
+        ``ANALYZE`` (run by autovacuum) keeps them; read at most once per
+        :data:`_SHARES_KEPT_SECONDS`. Empty before the table was first analysed.
         """
+        now = time.monotonic()
+        if now - self._shares[0] < _SHARES_KEPT_SECONDS:
+            return self._shares[1]
         row = conn.execute(
             "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
             "WHERE schemaname = current_schema() AND tablename = %s AND attname = 'content_tsv'",
             [self.adapter.binding.table],
         ).fetchone()
-        shares = dict(zip(row[0], row[1], strict=False)) if row and row[0] else {}
-        return {
-            term: min(rows, max(counted[term], round(float(shares.get(term, 0.0)) * rows)))
-            for term in terms
-        }
+        shares = dict(zip(row[0], map(float, row[1]), strict=False)) if row and row[0] else {}
+        self._shares = (now, shares)
+        return shares
 
     def covers_all(self, where: Mapping[str, Any]) -> bool:
         """Whether every memory matches ``where``.
@@ -305,23 +341,20 @@ class _TermWeights:
     rows: int
     tokens: int
     frequency: Mapping[str, int]
-    """Rows holding each term, counted up to the budget + 1 (terms held only)."""
+    """Rows holding each term (terms held only): counted up to the budget + 1, or for a
+    term common in the planner's statistics, estimated."""
     estimated: Mapping[str, int]
     """Rows holding each term, estimated past the budget."""
 
+    def idf(self) -> dict[str, float]:
+        """Each held term's inverse document frequency, as FTS5 computes it."""
+        return {term: fts5_idf(self.rows, self.estimated[term]) for term in self.frequency}
+
     def params(self) -> list[Any]:
         """The parameters of :data:`_SCORE`, in order."""
-        terms = list(self.frequency)
+        idf = self.idf()
         average = self.tokens / self.rows if self.tokens > 0 else 1.0
-        return [
-            K1 + 1,
-            K1,
-            B,
-            B,
-            average,
-            terms,
-            [fts5_idf(self.rows, self.estimated[term]) for term in terms],
-        ]
+        return [K1 + 1, K1, B, B, average, list(idf), list(idf.values())]
 
 
 def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:

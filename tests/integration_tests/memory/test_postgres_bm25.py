@@ -10,7 +10,12 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from cogito_lc import MemoryStore
-from cogito_lc.stores import PostgresLexicalIndex, SqliteLexicalIndex, lexical_terms
+from cogito_lc.stores import (
+    PostgresLexicalIndex,
+    SqliteLexicalIndex,
+    lexical_terms,
+    postgres_lexical,
+)
 from cogito_lc.stores._fts_ranking import CorpusStats, bm25_scorer
 from cogito_lc.stores.postgres import PostgresDatabase, _memories_steps
 from cogito_lc.stores.postgres_bm25 import stats_table
@@ -217,3 +222,28 @@ def test_a_scoped_view_audits_its_forgetting_in_the_database(
     assert len(rows) == 1
     assert record["ids"] == [forgotten]
     assert NOTES["b"][0] not in rows[0][0]
+
+
+def test_past_the_budget_a_common_term_is_estimated_not_counted(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
+    monkeypatch.setattr(postgres_lexical, "CANDIDATES", 3)
+    memory = _memory(pg_url, pg_collection)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"common words in note number {i}" for i in range(40)])
+    zebra = scope.store("one common line about the zebra")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{pg_collection}"')
+    index = _index(memory)
+    assert index.posting_budget == 5
+    with index.adapter.database.connection() as conn:
+        weights = index._read_weights(conn, ["common", "zebra"], {"user_id": "a"})
+    assert weights is not None
+    assert weights.frequency["zebra"] == 1  # counted
+    assert weights.frequency["common"] == 41  # the planner's share of the rows: all of them
+    hits = index.search("common zebra", k=1, where={"user_id": "a"})
+    assert [doc.id for doc, _ in hits] == [zebra.id]
+    exact = PostgresLexicalIndex(index.adapter, posting_budget=1_000)
+    [(_, exact_score)] = exact.search("common zebra", k=1, where={"user_id": "a"})
+    assert hits[0][1] == pytest.approx(exact_score)
