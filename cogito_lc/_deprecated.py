@@ -154,17 +154,14 @@ def package_attribute(name: str) -> Any:
         AttributeError: If ``name`` is neither a name that left the top level
             nor an old submodule of the package.
     """
-    old = f"{__package__}.{name}"
     home = MOVED_NAMES.get(name)
     if home is None:
         return _moved_module(str(__package__), name)
-    warnings.warn(
-        f"{old} is RecallB machinery and left the top level; import it from {home}. "
-        "The top-level name will be removed in a future release.",
-        DeprecationWarning,
-        stacklevel=3,
+    warning = (
+        f"{__package__}.{name} is RecallB machinery and left the top level; import it from "
+        f"{home}. The top-level name will be removed in a future release."
     )
-    return getattr(importlib.import_module(home), name)
+    return _moved_name(home, name, warning)
 
 
 def moved_attribute(package: str, name: str) -> Any:
@@ -176,12 +173,16 @@ def moved_attribute(package: str, name: str) -> Any:
     home = MOVED_LAYER_NAMES.get(package, {}).get(name)
     if home is None:
         return _moved_module(package, name)
-    warnings.warn(
+    warning = (
         f"{package}.{name} moved to {home}; import it from {home}. "
-        "The old name will be removed in a future release.",
-        DeprecationWarning,
-        stacklevel=3,
+        "The old name will be removed in a future release."
     )
+    return _moved_name(home, name, warning)
+
+
+def _moved_name(home: str, name: str, warning: str) -> Any:
+    """``<home>.<name>``, after warning the importing line (two frames up) of the move."""
+    warnings.warn(warning, DeprecationWarning, stacklevel=4)
     return getattr(importlib.import_module(home), name)
 
 

@@ -106,3 +106,13 @@ def test_python_dash_m_on_an_old_path_runs_the_new_module() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "cogito_lc.server moved to cogito_lc.service.server" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "line", ["from cogito_lc.retrievers import SqliteLexicalIndex", "cogito_lc.Bm25Index"]
+)
+def test_a_moved_name_warns_at_the_line_that_asks_for_it(line: str) -> None:
+    user_code = compile(f"import cogito_lc\n\n{line}\n", "user_code.py", "exec")
+    with pytest.warns(DeprecationWarning, match="cogito_lc.stores") as caught:
+        exec(user_code, {})  # noqa: S102 - a user's module, compiled under its own name
+    assert (caught[0].filename, caught[0].lineno) == ("user_code.py", 3)
