@@ -307,8 +307,8 @@ class MemoryStore:
         first use (idempotent, versioned, safe when replicas start together):
         the scope keys are indexed columns every filter is pushed into, the
         vector has an HNSW cosine index, and a generated ``tsvector`` column
-        with a GIN index serves the lexical run
-        (:class:`~cogito_lc.stores.PostgresLexicalIndex`). Ids are the
+        with a GIN index and per-scope BM25 counters kept by triggers serve the
+        lexical run (:class:`~cogito_lc.stores.PostgresLexicalIndex`). Ids are the
         primary key and new memories are inserted with ``ON CONFLICT DO
         NOTHING``, so the same text stored at once by two processes is one
         memory. The database needs the ``vector`` extension (created if the
