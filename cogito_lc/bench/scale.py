@@ -13,7 +13,8 @@ question:
   the recall is timed, the write is reported on its own).
 
 A second process then opens the same directory, as after a restart, calls
-``MemoryStore.warm_up()`` (timed on its own) and times the first recall. Each case runs in its own worker processes, so peak RSS is that case's.
+``MemoryStore.warm_up()`` (timed on its own) and times the first recall. Each case
+runs in its own worker processes, so peak RSS is that case's.
 
 Embeddings: ``minilm`` is the local all-MiniLM-L6-v2 model for every memory;
 ``pool`` embeds the few thousand LoCoMo base texts once with MiniLM and gives each
@@ -541,11 +542,15 @@ def private_postgres(root: Path) -> Iterator[str]:
 
 
 def drop_table(database_url: str, table: str) -> None:
-    """Drop the memories table ``table`` and forget its schema version."""
+    """Drop the memories table ``table``, its BM25 counters, and forget its schema version."""
     import psycopg
+
+    from cogito_lc.stores.postgres_bm25 import drop_bm25_statements
 
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+        for statement in drop_bm25_statements(table):
+            conn.execute(statement)
         conn.execute("DELETE FROM cogito_schema WHERE component = %s", (f"memories:{table}",))
 
 

@@ -31,7 +31,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from cogito_lc._core.metadata import SCOPE_KEYS
 
-__all__ = ["bm25_steps", "check_bm25_statistics", "stats_table"]
+__all__ = ["bm25_steps", "check_bm25_statistics", "drop_bm25_statements", "stats_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,14 @@ def bm25_steps(table: str) -> list[str]:
         _rebuild(table),
     ]
     return [";\n".join(step)]
+
+
+def drop_bm25_statements(table: str) -> list[str]:
+    """The statements that remove the BM25 counters of ``table`` (its triggers go with it)."""
+    return [
+        f'DROP TABLE IF EXISTS "{stats_table(table)}"',
+        f'DROP FUNCTION IF EXISTS "{table}_bm25_sync"()',
+    ]
 
 
 def check_bm25_statistics(conn: Any, table: str) -> bool:

@@ -43,3 +43,19 @@ def pg_url() -> Iterator[str]:
 def pg_collection() -> str:
     """A fresh table name, so tests sharing the server never see each other's memories."""
     return f"it_{uuid.uuid4().hex[:12]}"
+
+
+def close_postgres_memory(memory: Any) -> None:
+    """Give back the connections of a MemoryStore made by ``from_database_url``.
+
+    The tests share one server with a bounded number of connections; a store
+    left open keeps its pool's connections until the process ends.
+    """
+    from cogito_lc.stores.postgres import postgres_binding
+
+    binding = postgres_binding(memory.vectorstore)
+    if binding is None:
+        return
+    binding.database.close()
+    if binding.engine is not None:
+        binding.engine._run_as_sync(binding.engine.close())

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -54,6 +54,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from psycopg import sql
 
 from cogito_lc import MemoryStore
+from tests.integration_tests.conftest_pg import close_postgres_memory
 
 TABLE = "memories"
 """The memories table: the module's database is its own, so the name is fixed."""
@@ -433,7 +434,7 @@ class Capture:
 
 
 @pytest.fixture(scope="module")
-def capture(pg_url: str) -> Capture:
+def capture(pg_url: str) -> Iterator[Capture]:
     database = f"scoped_sql_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
@@ -472,7 +473,8 @@ def capture(pg_url: str) -> Capture:
         elif current is not None:
             statements[current].append(statement)
     assert set(statements) == {name for name, _ in steps}, "markers missing from the log"
-    return Capture(statements, results, dict(views.ids))
+    yield Capture(statements, results, dict(views.ids))
+    close_postgres_memory(memory)
 
 
 def _listing(statements: list[Statement]) -> str:
