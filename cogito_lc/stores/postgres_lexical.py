@@ -42,7 +42,6 @@ _SHARES_KEPT_SECONDS = 60.0
 # Values go in as parameters; the SQL text formats in only the checked table name and
 # conditions built by ``where_to_sql``: hence the S608 exemptions below.
 _CANDIDATE_COLUMNS = f"{SELECT_COLUMNS}, seq, content_tsv, lexical_length"
-_SCORED_COLUMNS = SELECT_COLUMNS
 _SCORE = (
     "SELECT sum(w.idf * (cardinality(u.positions) * %s) / (cardinality(u.positions) "
     "+ %s * (1 - %s + %s * m.lexical_length / %s))) AS score "
@@ -81,8 +80,8 @@ class PostgresLexicalIndex:
     ``max(CANDIDATES, 20 * k)`` of them by the summed idf of the query terms each
     holds are scored with every query term. A term the planner's statistics of
     the column show in more rows than the budget is not counted: its document
-    frequency is their estimate. Results are exact below the budget; above it a memory holding none
-    of the rare terms is not considered.
+    frequency is their estimate. Results are exact below the budget; above it a
+    memory holding none of the rare terms is not considered.
 
     Example:
         ```python
@@ -113,9 +112,7 @@ class PostgresLexicalIndex:
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
         self.stats = f'"{stats_table(adapter.binding.table)}"'
         """The table of per-scope BM25 counters."""
-        self._kept_weights: dict[
-            tuple[tuple[str, ...], str], tuple[float, _TermWeights | None]
-        ] = {}
+        self._kept_weights: dict[_WeightsKey, tuple[float, _TermWeights | None]] = {}
         self._shares: tuple[float, Mapping[str, float]] = (float("-inf"), {})
 
     # -- writes: the generated column follows the table --------------------------
@@ -160,7 +157,7 @@ class PostgresLexicalIndex:
             else:
                 candidates, candidate_params = self._shortlist(weights, sql, params, k)
             rows = conn.execute(
-                f"SELECT {_SCORED_COLUMNS}, s.score FROM ({candidates}) AS m, "  # noqa: S608
+                f"SELECT {SELECT_COLUMNS}, s.score FROM ({candidates}) AS m, "  # noqa: S608
                 f"LATERAL ({_SCORE}) AS s WHERE s.score > 0 ORDER BY s.score DESC, m.seq LIMIT %s",
                 [*candidate_params, *weights.params(), k],
             ).fetchall()
@@ -244,10 +241,9 @@ class PostgresLexicalIndex:
         """
         scope_sql, scope_params = where_to_sql(scope_part(where))
         row = conn.execute(
-            "SELECT (SELECT coalesce(sum(rows), 0) FROM "  # noqa: S608
-            f"{self.stats} WHERE {scope_sql}), (SELECT coalesce(sum(tokens), 0) FROM "
-            f"{self.stats} WHERE {scope_sql})",
-            [*scope_params, *scope_params],
+            "SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) "  # noqa: S608
+            f"FROM {self.stats} WHERE {scope_sql}",
+            scope_params,
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
         if rows <= 0:
@@ -307,22 +303,14 @@ class PostgresLexicalIndex:
         scope keys only; otherwise asked of the rows, stopping at the first that
         does not match.
         """
-        scope = scope_part(where)
+        sql, params = where_to_sql(where)
+        counted = scope_part(where) == where
+        source = f"{self.stats} WHERE rows > 0 AND" if counted else f"{self.table} WHERE"
         with self.adapter.database.connection() as conn:
-            if scope == where:
-                sql, params = where_to_sql(where)
-                row = conn.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM {self.stats} "  # noqa: S608
-                    f"WHERE rows > 0 AND NOT coalesce({sql}, FALSE))",
-                    params,
-                ).fetchone()
-            else:
-                sql, params = where_to_sql(where)
-                row = conn.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM {self.table} "  # noqa: S608
-                    f"WHERE NOT coalesce({sql}, FALSE))",
-                    params,
-                ).fetchone()
+            row = conn.execute(
+                f"SELECT EXISTS (SELECT 1 FROM {source} NOT coalesce({sql}, FALSE))",  # noqa: S608
+                params,
+            ).fetchone()
         return not (row and row[0])
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
