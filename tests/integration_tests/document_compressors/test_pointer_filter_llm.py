@@ -275,6 +275,9 @@ def test_server_slower_than_the_timeout_gives_fallback_timeout(slow_server: Slow
     )
     assert answered.method is FilterMethod.FILTER
     assert answered.documents == [docs[1]]
+    # The handler marks its answer after the client may already have read it:
+    # wait for the mark so it cannot land after the reset below.
+    assert slow_server.answered.wait(timeout=10)
 
     slow_server.reset()
     result = slow_filter(slow_server, timeout=0.5).invoke_with_result(
