@@ -32,7 +32,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help setup setup-llm test test-unit test-unit-oldest test-unit-newest test-integration lint format demo demo-postgres bench dist clean
+.PHONY: help setup setup-llm setup-browser test test-unit test-unit-oldest test-unit-newest test-integration lint format demo demo-postgres bench dist clean
 
 help:
 	@echo "make demo   - set up and run the demo on the embedded defaults"
@@ -60,7 +60,14 @@ $(LLM_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet $(FIND_LINKS) "$(LLAMA_SPEC)"
 	touch $(LLM_STAMP)
 
-test: setup setup-llm test-unit-oldest test-unit-newest
+# The browser of the inspector's tests: Debian's chromium, driven by Playwright
+# (executable_path); Playwright's own browser download is never used.
+setup-browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends chromium) || \
+		echo "WARNING: chromium could not be installed; the inspector's browser tests will skip"
+
+test: setup setup-llm setup-browser test-unit-oldest test-unit-newest
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 test-unit: setup
@@ -97,7 +104,7 @@ $(STAMP_NEWEST): pyproject.toml Makefile
 	touch $(STAMP_NEWEST)
 endif
 
-test-integration: setup setup-llm
+test-integration: setup setup-llm setup-browser
 	$(PY) -m pytest tests/integration_tests $(PYTEST_ARGS)
 
 lint: setup

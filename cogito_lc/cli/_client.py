@@ -11,10 +11,13 @@ import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["ApiClient", "CliError", "check_utf8"]
+from cogito_lc._core.display import escape_controls
+
+__all__ = ["ApiClient", "CliError", "check_server_url", "check_utf8"]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -43,6 +46,36 @@ def check_utf8(value: str, name: str) -> str:
             "pass UTF-8 text (check the terminal's or the file's encoding)."
         )
         raise CliError(msg, EXIT_USAGE) from None
+    return value
+
+
+def check_server_url(value: str) -> str:
+    """``value`` unchanged, or a usage error when it is not an ``http(s)://`` URL with a host.
+
+    Example:
+        ```python
+        from cogito_lc.cli._client import CliError, check_server_url
+
+        assert check_server_url("http://127.0.0.1:19420") == "http://127.0.0.1:19420"
+        try:
+            check_server_url("notaurl")
+        except CliError as exc:
+            assert exc.exit_code == 2
+        ```
+    """
+    try:
+        parts = urlsplit(value.strip())
+        valid = parts.scheme in {"http", "https"} and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number, or out of range, is a ValueError
+    except ValueError:
+        valid = False
+    if not valid:
+        msg = (
+            f"--server (COGITO_SERVER) must be an http:// or https:// URL, got "
+            f"{escape_controls(repr(value))}; pass e.g. --server http://127.0.0.1:19420, "
+            "or drop it to use the embedded store."
+        )
+        raise CliError(msg, EXIT_USAGE)
     return value
 
 

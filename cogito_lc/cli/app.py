@@ -26,7 +26,17 @@ except ModuleNotFoundError as exc:  # a module the check does not list
     error = missing_extra("cli", "The cogito-lc command line", exc.name)
     raise error from exc
 
-from cogito_lc.cli._client import EXIT_ERROR, EXIT_USAGE, ApiClient, CliError, check_utf8
+from rich.text import Text
+
+from cogito_lc._core.display import escape_controls
+from cogito_lc.cli._client import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    ApiClient,
+    CliError,
+    check_server_url,
+    check_utf8,
+)
 
 __all__ = ["app", "main"]
 
@@ -100,7 +110,8 @@ def _settings(options: Options, **overrides: Any) -> Any:
 def _client(ctx: typer.Context, **overrides: Any) -> Iterator[ApiClient]:
     options = _options(ctx)
     if options.server:
-        with ApiClient.remote(options.server, token=options.token, user=options.user) as client:
+        url = check_server_url(options.server)
+        with ApiClient.remote(url, token=options.token, user=options.user) as client:
             yield client
         return
     from cogito_lc.service.server import create_app
@@ -132,9 +143,21 @@ def _check_since(value: str) -> str:
     return value
 
 
-def _shorten(text: str, width: int = 100) -> str:
+def _shown(value: Any) -> Text:
+    """Stored or typed text as shown: control characters escaped, no markup read."""
+    return Text(escape_controls(str(value)))
+
+
+def _shorten(text: str, width: int = 100) -> Text:
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+    return _shown(flat if len(flat) <= width else flat[: width - 1] + "\u2026")
+
+
+def _title(text: str, method: Any = None) -> Text:
+    title = _shown(text)
+    if method is not None:
+        title.append(f"  method: {escape_controls(str(method))}", style="dim")
+    return title
 
 
 def _print_hits(answer: dict[str, Any], raw: bool, title: str) -> None:
@@ -142,7 +165,7 @@ def _print_hits(answer: dict[str, Any], raw: bool, title: str) -> None:
         out.print_json(data=answer)
         return
     method = answer.get("method", "")
-    table = Table(title=f"{title}  [dim]method: {method}[/dim]", title_justify="left")
+    table = Table(title=_title(title, method), title_justify="left")
     for column in ("rank", "score", "id", "text"):
         table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
     for rank, hit in enumerate(answer.get("memories", []), start=1):
@@ -150,8 +173,8 @@ def _print_hits(answer: dict[str, Any], raw: bool, title: str) -> None:
         table.add_row(
             str(rank),
             "" if score is None else f"{score:.3f}",
-            str(hit.get("id", ""))[:12],
-            _shorten(hit.get("text", "")),
+            _shown(str(hit.get("id", ""))[:12]),
+            _shorten(str(hit.get("text", ""))),
         )
     out.print(table)
     if not answer.get("memories"):
@@ -234,7 +257,7 @@ def store(
     if raw:
         out.print_json(data=answer)
     else:
-        out.print(f"stored [bold]{answer['id']}[/bold]")
+        out.print(Text("stored ").append(escape_controls(str(answer["id"])), style="bold"))
 
 
 @app.command()
@@ -254,7 +277,7 @@ def add(
         return
     out.print(f"stored {answer['count']} memories  [dim]method: {answer['method']}[/dim]")
     for memory in answer.get("memories", []):
-        out.print(f"  - {_shorten(memory)}")
+        out.print(Text("  - ").append_text(_shorten(str(memory))))
 
 
 def _json(text: str, path: Path, line: int | None = None) -> Any:
@@ -329,7 +352,7 @@ def history_command(
     if raw:
         out.print_json(data=answer)
         return
-    table = Table(title=f"history: {memory_id}", title_justify="left")
+    table = Table(title=_title(f"history: {memory_id}"), title_justify="left")
     for column in ("version", "id", "created_at", "superseded_at", "text"):
         table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
     for number, version in enumerate(answer.get("versions", []), start=1):
@@ -337,10 +360,10 @@ def history_command(
         current = version.get("id") == answer.get("current")
         table.add_row(
             f"{number}{' (current)' if current else ''}",
-            str(version.get("id", ""))[:12],
-            str(metadata.get("created_at", "")),
-            str(metadata.get("superseded_at") or ""),
-            _shorten(version.get("text", "")),
+            _shown(str(version.get("id", ""))[:12]),
+            _shown(metadata.get("created_at", "")),
+            _shown(metadata.get("superseded_at") or ""),
+            _shorten(str(version.get("text", ""))),
         )
     out.print(table)
 
@@ -373,7 +396,7 @@ def forget_command(
         return
     out.print(f"forgot {answer['count']} memories  [dim]method: {answer['method']}[/dim]")
     for forgotten in answer.get("ids", []):
-        out.print(f"  - {forgotten}")
+        out.print(Text("  - ").append_text(_shown(forgotten)))
     err.print(f"audit: {answer.get('audit', {}).get('at')} (ids, scope and reason; no text)")
 
 
@@ -403,9 +426,9 @@ def seed(
             summary = seed_via_api(client, directory, glob, dry_run=dry_run, extract=add)
     out.print(str(summary))
     for path, reason in summary.failed:
-        err.print(f"  failed: {path}: {reason}")
+        err.print(_shown(f"  failed: {path}: {reason}"))
     if summary.files == 0:
-        err.print(f"no file in {directory} matches {glob!r}")
+        err.print(_shown(f"no file in {directory} matches {glob!r}"))
     if summary.failed:
         raise typer.Exit(EXIT_ERROR)
 
@@ -432,7 +455,8 @@ def snapshot(
     if raw:
         out.print_json(data=answer)
         return
-    out.print(answer.get("snapshot") or "[dim](empty snapshot)[/dim]")
+    snapshot_text = answer.get("snapshot")
+    out.print(_shown(snapshot_text) if snapshot_text else Text("(empty snapshot)", style="dim"))
     err.print(f"method: {answer.get('method')}  memories: {answer.get('count')}")
 
 
@@ -449,7 +473,7 @@ def calibrate(
         out.print_json(data=answer)
         return
     for phrase, terms in (answer.get("vocab_map") or {}).items():
-        out.print(f"{phrase} -> {', '.join(terms)}")
+        out.print(_shown(f"{phrase} -> {', '.join(terms)}"))
     err.print(f"method: {answer.get('method')}")
 
 
@@ -462,7 +486,7 @@ def health(ctx: typer.Context, raw: Raw = False) -> None:
         out.print_json(data=answer)
         return
     for key, value in answer.items():
-        out.print(f"{key}: {value}")
+        out.print(_shown(f"{key}: {value}"))
 
 
 @app.command("server", help="Alias of serve (the reference's command name).")
@@ -472,6 +496,10 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (19420).")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON config file.")] = None,
+    ui: Annotated[
+        bool | None,
+        typer.Option("--ui/--no-ui", help="Serve the memory inspector at /ui (default: on)."),
+    ] = None,
 ) -> None:
     """Run the HTTP service (uvicorn) until interrupted."""
     from cogito_lc.service.config import ConfigError
@@ -481,7 +509,7 @@ def serve(
     options = _options(ctx)
     if config is not None:
         options.config = config
-    overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    overrides = {k: v for k, v in (("host", host), ("port", port), ("ui", ui)) if v is not None}
     settings = _settings(options, **overrides)
     try:
         check_bind(settings)
@@ -654,6 +682,12 @@ def bench_updates(
         raise typer.Exit(code)
 
 
+def _print_error(message: str) -> None:
+    """One line on stderr: the message may quote input, so no markup, controls escaped."""
+    line = Text("error:", style="red").append(" " + escape_controls(message))
+    err.print(line, highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     """Console-script entry point: one readable line per error, tracebacks only with --debug."""
     debug = "--debug" in sys.argv
@@ -663,7 +697,7 @@ def main() -> None:
     except CliError as exc:
         if debug:
             raise
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        _print_error(str(exc))
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -682,7 +716,7 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: one line, no traceback
         if debug:
             raise
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
+        _print_error(f"{type(exc).__name__}: {exc}")
         sys.exit(1)
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -31,6 +31,7 @@ from langchain_core.runnables import (
 )
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from cogito_lc._core.display import escape_controls
 from cogito_lc._core.json_repair import (
     JsonExtractionError,
     TruncatedJsonError,
@@ -505,7 +506,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
                 self.get_name(),
                 index,
                 _summarise(error),
-                str(items[index])[:_RAW_PREVIEW_CHARS],
+                escape_controls(str(items[index])[:_RAW_PREVIEW_CHARS]),
             )
         if errors:
             logger.warning(

@@ -20,6 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._core.display import escape_controls
 from cogito_lc._core.filters import and_filters
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.timestamps import parse_since
@@ -706,7 +707,12 @@ class MemoryStore:
 
     def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
         name, record = audit_record(ids, scope.metadata(), reason)
-        logger.info("forgot %d memories in scope %s (%s)", len(ids), scope.metadata(), reason)
+        logger.info(
+            "forgot %d memories in scope %s (%s)",
+            len(ids),
+            scope.metadata(),
+            escape_controls(reason),
+        )
         self.forget_log.append(record)
         if self._audit_state is not None:
             self._audit_state.write({name: audit_text(record)})
@@ -850,14 +856,14 @@ class MemoryStore:
                 "search index: %d stored memories were not found by a search for their own "
                 "vector; re-indexing them: %s",
                 len(ids),
-                ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else ""),
+                escape_controls(", ".join(ids[:20])) + (" ..." if len(ids) > 20 else ""),
             )
             still = self._store.reindex(unsearchable)
             if still:
                 logger.error(
                     "search index: %d memories are still not found by search after re-indexing: %s",
                     len(still),
-                    ", ".join(still[:20]),
+                    escape_controls(", ".join(still[:20])),
                 )
             else:
                 logger.warning("search index: repaired, all %d are found again", len(ids))

@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 from tqdm.auto import tqdm
 
+from cogito_lc._core.display import escape_controls
 from cogito_lc.memory.loaders import split_markdown
 from cogito_lc.memory.scope import Scope, ScopeLike, as_scope, memory_id
 
@@ -124,7 +125,7 @@ def seed_directory(
             chunks = split_markdown(read_text_file(file), source=str(file.relative_to(root)))
         except (OSError, ValueError) as exc:
             summary.failed.append((str(file), str(exc)))
-            logger.warning("seed: skipped %s: %s", file, exc)
+            logger.warning("seed: skipped %s: %s", escape_controls(str(file)), exc)
             continue
         _ingest(memory, file, chunks, target, summary, extract=extract)
     return summary
@@ -159,4 +160,4 @@ def _ingest(
             summary.stored += len(memory.store_many(new, scope=scope))
     except (ValueError, TypeError) as exc:
         summary.failed.append((str(file), str(exc)))
-        logger.warning("seed: could not store %s: %s", file, exc)
+        logger.warning("seed: could not store %s: %s", escape_controls(str(file)), exc)

@@ -68,7 +68,11 @@ RECALL_B_EVENT = "cogito_lc.recall_b"
 
 Its data is a dict with ``method`` (the run's method tag), ``subquery_vectors``
 (the sub-query path that ran: ``span``, ``batch`` or ``per_query``),
-``subquery_reason`` (why not ``span``; empty when it ran) and ``returned``.
+``subquery_reason`` (why not ``span``; empty when it ran), ``returned``,
+``subqueries`` (the queries searched, the original first) and ``found_by``: for each
+returned document, in order, the runs that found it, as dicts of ``run`` (``vector``
+or ``lexical``), ``subquery`` (the index in ``subqueries``; the lexical run searches
+the original) and ``rank`` (1-based in that run).
 """
 
 
@@ -747,7 +751,20 @@ def _event_data(
         "subquery_vectors": plan.mode,
         "subquery_reason": plan.reason,
         "returned": len(docs),
+        "subqueries": list(decomposition.queries),
+        "found_by": _found_by(docs, found),
     }
+
+
+def _found_by(docs: list[Document], found: _search.SearchResult) -> list[list[dict[str, Any]]]:
+    """For each returned document, the runs that found it: ``run``, ``subquery``, ``rank``."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for index, run in enumerate(found.vector_runs):
+        for rank, key in enumerate(run, start=1):
+            runs.setdefault(key, []).append({"run": "vector", "subquery": index, "rank": rank})
+    for rank, key in enumerate(found.lexical_run, start=1):
+        runs.setdefault(key, []).append({"run": "lexical", "subquery": 0, "rank": rank})
+    return [runs.get(document_key(doc), []) for doc in docs]
 
 
 def _annotate(document: Document, details: dict[str, Any]) -> Document:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
@@ -23,10 +24,17 @@ from starlette.routing import BaseRoute, Match
 from cogito_lc.service._schemas import FieldError, ValidationErrorResponse
 
 __all__ = [
+    "JSONRPC_PATHS",
+    "MAX_JSON_DEPTH",
+    "PARSE_ERROR",
     "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "ConcurrencyLimitMiddleware",
     "bearer_dependency",
+    "body_problem",
+    "content_type_problem",
+    "json_too_deep",
+    "jsonrpc_error_body",
     "method_not_allowed_handler",
     "token_matches",
     "unhandled_error_handler",
@@ -44,6 +52,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OPEN_PATHS = frozenset({"/health"})
 """Paths that need no token."""
 
+JSONRPC_PATHS = frozenset({"/mcp"})
+"""Paths that speak JSON-RPC (the MCP endpoint): the guards answer them with JSON-RPC errors."""
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects a JSON-RPC body may have (checked before parsing)."""
+
 MESSAGE_MAX_CHARS = 300
 """Most characters of one field's message in a 422 (messages may quote the input)."""
 
@@ -52,10 +66,46 @@ JSON = "application/json"
 _UNAUTHORIZED = "missing or invalid bearer token: send 'Authorization: Bearer <COGITO_API_TOKEN>'"
 
 
+PARSE_ERROR = -32700
+"""JSON-RPC error code of a body that is not JSON (or not UTF-8, or nested too deep)."""
+
+
+def jsonrpc_error_body(status: int, detail: str, *, code: int | None = None) -> bytes:
+    """A JSON-RPC error object for an HTTP error the transport answers before the SDK.
+
+    The request's id is unknown (``null``); the code is ``code``, else -32000
+    (server error) for a 429 or 5xx and -32600 (invalid request) for other
+    statuses; ``detail`` repeats the message, as in the REST endpoints' errors.
+
+    Example:
+        ```python
+        import json
+
+        from cogito_lc.service._guard import jsonrpc_error_body
+
+        body = json.loads(jsonrpc_error_body(413, "request body over 1024 bytes"))
+        assert body["error"] == {"code": -32600, "message": "request body over 1024 bytes"}
+        assert body["id"] is None
+        ```
+    """
+    if code is None:
+        code = -32000 if status == 429 or status >= 500 else -32600
+    error = {"code": code, "message": detail}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error, "detail": detail}).encode()
+
+
 async def _send_json(
-    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+    send: Send,
+    status: int,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    *,
+    scope: Scope | None = None,
 ) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    jsonrpc = scope is not None and scope.get("path") in JSONRPC_PATHS
+    body = (
+        jsonrpc_error_body(status, detail) if jsonrpc else json.dumps({"detail": detail}).encode()
+    )
     raw_headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -91,20 +141,126 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-class BearerAuthMiddleware:
-    """Answers 401 to any request outside :data:`OPEN_PATHS` without the right bearer token."""
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_A_BRACKET = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_OPENING = frozenset(b"[{")
 
-    def __init__(self, app: ASGIApp, *, token: bytes) -> None:
+
+def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON text ``body`` nests arrays and objects deeper than ``limit``.
+
+    Counted on the raw bytes, before any parsing (a recursive parser fails on
+    thousands of levels); brackets inside strings do not count.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import json_too_deep
+
+        assert not json_too_deep(b'{"a": [[1]], "b": "[[[[["}', limit=3)
+        assert json_too_deep(b"[" * 10_000 + b"]" * 10_000, limit=64)
+        ```
+    """
+    skeleton = _JSON_STRING.sub(b"", body).translate(None, _NOT_A_BRACKET)
+    depth = 0
+    for byte in skeleton:
+        if byte in _OPENING:
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+def content_type_problem(content_type: str | None) -> str | None:
+    """Why a JSON-RPC request's ``Content-Type`` is refused (HTTP 415), or None.
+
+    The body must be JSON (``application/json``) in UTF-8: a ``charset`` other
+    than UTF-8 is refused rather than guessed.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import content_type_problem
+
+        assert content_type_problem("application/json; charset=utf-8") is None
+        assert "charset" in content_type_problem("application/json; charset=latin-1")
+        ```
+    """
+    media_type, _, parameters = (content_type or "").partition(";")
+    if not _is_json(media_type):
+        sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
+        return f"the body must be JSON sent with 'Content-Type: {JSON}'; got {sent}"
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        charset = value.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in {"utf-8", "utf8"}:
+            return (
+                f"charset {value.strip()!r} is not supported: send the JSON as UTF-8 "
+                f"('Content-Type: {JSON}' or charset=utf-8)"
+            )
+    return None
+
+
+def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a JSON-RPC body is not JSON (HTTP 400, parse error), or None.
+
+    Bytes that are not UTF-8 and nesting deeper than ``max_depth`` are found
+    before parsing (a parser fails on them with an error other than a syntax
+    error, or a recursion error); then the JSON syntax is checked.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import body_problem
+
+        assert body_problem(b'{"jsonrpc": "2.0"}') is None
+        assert "UTF-8" in body_problem(b'{"x": "' + bytes([0xFF]) + b'"}')
+        assert "deeper than 64" in body_problem(b"[" * 65 + b"]" * 65)
+        assert body_problem(b"hello") == (
+            "the body is not JSON: Expecting value at line 1, column 1"
+        )
+        ```
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not valid UTF-8 (byte {exc.start + 1}): send the JSON as UTF-8"
+    if json_too_deep(body, max_depth):
+        return (
+            f"the body nests arrays or objects deeper than {max_depth} levels; send a flatter one"
+        )
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except (ValueError, RecursionError) as exc:  # e.g. a number too long to convert
+        return f"the body is not JSON the server can read: {str(exc).partition(';')[0]}"
+    return None
+
+
+class BearerAuthMiddleware:
+    """Answers 401 to any request outside :data:`OPEN_PATHS` without the right bearer token.
+
+    Paths under ``open_prefixes`` (the inspector at ``/ui``, whose pages check their
+    own session cookie) are passed on without a token.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: bytes, open_prefixes: Iterable[str] = ()) -> None:
         self.app = app
         self.token = token
+        self.open_prefixes = tuple(open_prefixes)
+
+    def _is_open(self, path: str) -> bool:
+        return path in OPEN_PATHS or any(
+            path == prefix or path.startswith(prefix + "/") for prefix in self.open_prefixes
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the token, then pass the request on."""
-        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+        if scope["type"] != "http" or self._is_open(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         if not token_matches(_header(scope, b"authorization"), self.token):
-            await _send_json(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
+            await _send_json(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"}, scope=scope)
             return
         await self.app(scope, receive, send)
 
@@ -127,10 +283,10 @@ class BodyLimitMiddleware:
         declared = _header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():
-                await _send_json(send, 400, "Content-Length is not a number")
+                await _send_json(send, 400, "Content-Length is not a number", scope=scope)
                 return
             if int(declared) > self.max_bytes:
-                await _send_json(send, 413, self._too_large())
+                await _send_json(send, 413, self._too_large(), scope=scope)
                 return
         received = 0
 
@@ -160,7 +316,9 @@ class ConcurrencyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.max_requests:
-            await _send_json(send, 503, "server busy; retry shortly", {"Retry-After": "1"})
+            await _send_json(
+                send, 503, "server busy; retry shortly", {"Retry-After": "1"}, scope=scope
+            )
             return
         self.in_flight += 1
         try:

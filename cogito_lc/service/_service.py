@@ -396,6 +396,27 @@ class MemoryService:
         method = _tag(docs, "method") or retriever.decompose(text).method
         return self._hits(docs, threshold), method
 
+    def explain_recall_b(
+        self, view: ScopeView, text: str, limit: int | None
+    ) -> tuple[list[Document], dict[str, Any]]:
+        """RecallB as ``recall_b`` runs it, with its documents and run report (the inspector).
+
+        Returns:
+            The documents as RecallB returns them (scores under ``METADATA_KEY``) and
+            the data of its :data:`~cogito_lc.retrievers.recall_b.RECALL_B_EVENT`
+            (method tag, sub-queries, the runs that found each document).
+        """
+        from cogito_lc.retrievers.recall_b import RECALL_B_EVENT
+
+        capture = _MethodCapture(RECALL_B_EVENT)
+        retriever = self._retriever(view, "recall_b")
+        docs = retriever.invoke(
+            text, {"callbacks": [capture]}, k=limit or self.options.recall_limit
+        )
+        if "method" not in capture.data:
+            capture.data["method"] = retriever.decompose(text).method
+        return list(docs), capture.data
+
     def recall(
         self,
         view: ScopeView,

@@ -96,7 +96,8 @@ DEFAULT_PROVIDER = "ollama"
 """Provider of a model name given without one, as in the reference service."""
 
 MIN_API_TOKEN_CHARS = 16
-"""Shortest ``api_token`` accepted without a warning."""
+"""Shortest ``api_token`` accepted without a warning, and on a non-loopback ``host``
+without ``allow_short_token``."""
 
 _config_files: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
     "cogito_config_files", default=None
@@ -276,6 +277,11 @@ class CogitoSettings(BaseSettings):
     """Server port (``COGITO_PORT``)."""
     api_token: SecretStr | None = None
     """Bearer token every endpoint but ``/health`` requires when set; never empty (16+ chars)."""
+    allow_short_token: bool = False
+    """Serve a non-loopback ``host`` with an ``api_token`` under 16 characters anyway.
+
+    Such a token can be guessed by anyone who can reach the port: without this
+    flag the server refuses to start (on loopback, a short token is only a warning)."""
     allow_request_scope: bool = False
     """Let each request choose its ``user_id`` (``X-Cogito-User`` header or body field).
 
@@ -289,8 +295,15 @@ class CogitoSettings(BaseSettings):
     """Longest query text accepted by ``/query``, ``/recall_b`` and ``/recall``."""
     max_concurrent_requests: int = Field(default=64, ge=1)
     """Requests served at once; more get HTTP 503 with ``Retry-After``."""
+    mcp_stream_idle_timeout_ms: int = Field(default=60_000, ge=100)
+    """Milliseconds a ``GET /mcp`` event stream may send no event before it is closed."""
+    mcp_max_streams_per_token: int = Field(default=8, ge=1)
+    """``GET /mcp`` event streams open at once per bearer token; more get HTTP 429."""
     worker_threads: int = Field(default=4, ge=1, le=64)
     """Threads that run blocking work (embeddings, store and model calls)."""
+    ui: bool = True
+    """Serve the memory inspector, a web page at ``/ui`` (``COGITO_UI``): the same
+    token, scopes and deletes as the API; false: no ``/ui``."""
 
     # -- scope ------------------------------------------------------------------
     user_id: str = Field(default="agent", min_length=1, max_length=128)

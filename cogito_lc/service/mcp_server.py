@@ -39,12 +39,14 @@ Example:
     ```
 """
 
+import hashlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
@@ -61,9 +63,15 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     error = missing_extra("mcp", "The MCP server", exc.name)
     raise error from exc
-from starlette.responses import JSONResponse
 
 from cogito_lc._core.timestamps import parse_since
+from cogito_lc.service._guard import (
+    MAX_JSON_DEPTH,
+    PARSE_ERROR,
+    body_problem,
+    content_type_problem,
+    jsonrpc_error_body,
+)
 from cogito_lc.service._schemas import (
     AS_OF_HELP,
     ID_MAX_CHARS,
@@ -610,20 +618,73 @@ def _transport_security(host: str) -> TransportSecuritySettings:
 
 
 Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+STREAM_IDLE_TIMEOUT = 60.0
+"""Seconds an ``SSE`` stream (``GET /mcp``) may stay open without sending an event."""
+
+MAX_STREAMS_PER_TOKEN = 8
+"""``GET /mcp`` streams one bearer token may hold open at once."""
+
+
+async def _send_error(
+    send: Send, status: int, detail: str, *, code: int | None = None, headers: Any = None
+) -> None:
+    body = jsonrpc_error_body(status, detail, code=code)
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(key.lower().encode(), value.encode()) for key, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header_values(scope: Scope, name: bytes) -> list[str]:
+    return [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers", [])
+        if key.lower() == name
+    ]
 
 
 class McpEndpoint:
-    """The ASGI endpoint of the tools over streamable HTTP, checking the scope header first.
+    """The ASGI endpoint of the tools over streamable HTTP, guarding the SDK's transport.
 
-    Answers 400/403/422 to an ``X-Cogito-User`` the server refuses (as the REST
-    endpoints do) and 503 while the app's lifespan is not running. Each run of
-    the lifespan (:meth:`running`) gets a fresh server from ``factory``: the
-    SDK's session manager runs once per instance.
+    Before the SDK's session manager sees a request, the endpoint answers with a
+    JSON-RPC error (and ``detail``, as the REST endpoints do):
+
+    - 400/403/422 to an ``X-Cogito-User`` the server refuses (as the REST endpoints);
+    - 415 to a ``POST`` whose ``Content-Type`` is not JSON in UTF-8;
+    - 413 to a body over ``max_body_bytes`` (streamed past the declared length);
+    - 400 (parse error) to a body that is not UTF-8 or nests deeper than
+      :data:`~cogito_lc.service._guard.MAX_JSON_DEPTH` levels, checked before
+      parsing; the SDK answers 400 to the remaining syntax errors;
+    - 429 to a ``GET`` (an ``SSE`` stream) over ``max_streams`` open streams of
+      its bearer token;
+    - 503 while the app's lifespan is not running.
+
+    A ``GET`` stream that sends no event for ``stream_idle_timeout`` seconds
+    (keep-alive pings do not count) is closed; a client that leaves closes its
+    stream at once. Each run of the lifespan (:meth:`running`) gets a fresh server
+    from ``factory``: the SDK's session manager runs once per instance.
     """
 
-    def __init__(self, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], FastMCP[Any]],
+        *,
+        allowed: bool,
+        stream_idle_timeout: float = STREAM_IDLE_TIMEOUT,
+        max_streams: int = MAX_STREAMS_PER_TOKEN,
+        max_depth: int = MAX_JSON_DEPTH,
+    ) -> None:
         self.factory = factory
         self.allowed = allowed
+        self.stream_idle_timeout = stream_idle_timeout
+        self.max_streams = max_streams
+        self.max_depth = max_depth
+        self.open_streams: dict[str, int] = {}
+        """Open ``GET`` streams by bearer token (a digest of it)."""
         self._manager: Any = None
 
     @asynccontextmanager
@@ -639,38 +700,145 @@ class McpEndpoint:
             finally:
                 self._manager = None
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        """Check the scope header, then hand the request to the SDK's session manager."""
-        values = [
-            bytes(value).decode("latin-1")
-            for key, value in scope.get("headers", [])
-            if key.lower() == SCOPE_HEADER.encode()
-        ]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the scope header and the body, then hand the request to the SDK."""
         try:
-            request_scope(values, allowed=self.allowed)
+            request_scope(_header_values(scope, SCOPE_HEADER.encode()), allowed=self.allowed)
         except ScopeError as exc:
-            await JSONResponse({"detail": exc.detail}, exc.status)(scope, receive, send)
+            await _send_error(send, exc.status, exc.detail)
             return
         manager = self._manager
         if manager is None:
-            response = JSONResponse({"detail": "the MCP endpoint is not running"}, 503)
-            await response(scope, receive, send)
+            await _send_error(send, 503, "the MCP endpoint is not running; retry shortly")
             return
-        await manager.handle_request(scope, receive, send)
+        method = scope.get("method")
+        if method == "POST":
+            await self._post(manager, scope, receive, send)
+        elif method == "GET":
+            await self._stream(manager, scope, receive, send)
+        else:
+            await manager.handle_request(scope, receive, send)
+
+    async def _post(self, manager: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        content_types = _header_values(scope, b"content-type")
+        problem = content_type_problem(content_types[0] if content_types else None)
+        if problem is not None:
+            await _send_error(send, 415, problem)
+            return
+        chunks: list[bytes] = []
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+        except HTTPException as exc:  # the body limit, past the declared length
+            await _send_error(send, exc.status_code, str(exc.detail))
+            return
+        body = b"".join(chunks)
+        problem = body_problem(body, max_depth=self.max_depth)
+        if problem is not None:
+            await _send_error(send, 400, problem, code=PARSE_ERROR)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await manager.handle_request(scope, replay, send)
+
+    async def _stream(self, manager: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        authorization = "".join(_header_values(scope, b"authorization"))
+        key = hashlib.sha256(authorization.encode("utf-8", "surrogateescape")).hexdigest()
+        if self.open_streams.get(key, 0) >= self.max_streams:
+            detail = (
+                f"too many open MCP streams for this token (at most {self.max_streams}, "
+                "mcp_max_streams_per_token); close one, or use POST /mcp"
+            )
+            await _send_error(send, 429, detail, headers={"Retry-After": "5"})
+            return
+        self.open_streams[key] = self.open_streams.get(key, 0) + 1
+        try:
+            await _IdleStream(self.stream_idle_timeout).run(manager, scope, receive, send)
+        finally:
+            self.open_streams[key] -= 1
+            if not self.open_streams[key]:
+                del self.open_streams[key]
 
 
-def mount_mcp(app: Any, factory: Callable[[], FastMCP[Any]], *, allowed: bool) -> McpEndpoint:
+class _IdleStream:
+    """Runs one ``GET`` stream, ending it once it has sent no event for ``timeout`` seconds.
+
+    At the deadline the stream is told its client left (``http.disconnect``), as
+    when it really leaves, so the SDK ends it cleanly; the endpoint then ends
+    the HTTP response. Keep-alive pings (``SSE`` comments) are not events.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = anyio.current_time() + timeout
+        self.started = False
+        self.finished = False
+        self.timed_out = False
+
+    async def run(self, manager: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        async def watched_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.started = True
+            elif message["type"] == "http.response.body":
+                chunk = bytes(message.get("body", b""))
+                if chunk and not chunk.startswith(b":"):  # an event, not a ping
+                    self.deadline = anyio.current_time() + self.timeout
+                if not message.get("more_body", False):
+                    self.finished = True
+            await send(message)
+
+        async def timed_receive() -> Message:
+            while True:
+                with anyio.move_on_after(self.deadline - anyio.current_time()):
+                    return await receive()
+                if anyio.current_time() >= self.deadline:
+                    self.timed_out = True
+                    return {"type": "http.disconnect"}
+
+        await manager.handle_request(scope, timed_receive, watched_send)
+        if self.timed_out:
+            logger.info("closed an MCP stream idle for %.0f s", self.timeout)
+        if self.started and not self.finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def mount_mcp(
+    app: Any,
+    factory: Callable[[], FastMCP[Any]],
+    *,
+    allowed: bool,
+    stream_idle_timeout: float = STREAM_IDLE_TIMEOUT,
+    max_streams: int = MAX_STREAMS_PER_TOKEN,
+) -> McpEndpoint:
     """Serve the tools of ``factory()``'s server on ``app`` at :data:`MCP_PATH`.
 
-    The app's middlewares (bearer token, body limit, concurrency) apply. The
-    caller enters the endpoint's :meth:`~McpEndpoint.running` in the app's lifespan.
+    The app's middlewares (bearer token, body limit, concurrency) apply, and
+    answer this path with JSON-RPC errors. The caller enters the endpoint's
+    :meth:`~McpEndpoint.running` in the app's lifespan.
 
     Args:
         app: A Starlette or FastAPI app.
         factory: Makes the MCP server (see :func:`create_mcp_server`).
         allowed: Whether an ``X-Cogito-User`` header may pick the scope.
+        stream_idle_timeout: Seconds a ``GET`` stream may send no event before
+            it is closed.
+        max_streams: ``GET`` streams one bearer token may hold open at once.
     """
-    endpoint = McpEndpoint(factory, allowed=allowed)
+    endpoint = McpEndpoint(
+        factory, allowed=allowed, stream_idle_timeout=stream_idle_timeout, max_streams=max_streams
+    )
     app.add_route(MCP_PATH, endpoint, include_in_schema=False)
     return endpoint
 

@@ -24,14 +24,16 @@ Endpoints (field names and shapes of the reference service):
 - ``POST /snapshot/build``, ``POST /calibrate``.
 - ``/mcp``: the same operations as MCP tools (streamable HTTP; the ``mcp`` extra),
   see :mod:`cogito_lc.service.mcp_server`.
+- ``/ui``: the memory inspector, a web page (``ui`` setting; see :mod:`cogito_lc.service.ui`).
 
 Every request acts in one scope: the configured ``user_id``, or, when
 ``allow_request_scope`` is on, the ``X-Cogito-User`` header or the body's
 ``user_id``. A request may carry the header once: two ``X-Cogito-User`` headers
 are a 400, so a gateway that scopes requests sets the header itself, replacing
 any the client sent (a body ``user_id`` naming another scope is then a 403).
-The server binds 127.0.0.1 by default; another address needs
-``COGITO_API_TOKEN``, and with a token every endpoint but ``/health`` requires
+The server binds 127.0.0.1 by default; another address needs a
+``COGITO_API_TOKEN`` of at least 16 characters (or ``allow_short_token``, see
+:func:`check_bind`), and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
 invalid requests 422 naming the field, a failing model or upstream server 502,
 a failing store 503; no traceback or internal path reaches a client. Blocking
@@ -126,7 +128,13 @@ from cogito_lc.service._schemas import (
     request_models,
 )
 from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
-from cogito_lc.service.config import CogitoSettings, ConfigError, is_loopback, load_settings
+from cogito_lc.service.config import (
+    MIN_API_TOKEN_CHARS,
+    CogitoSettings,
+    ConfigError,
+    is_loopback,
+    load_settings,
+)
 from cogito_lc.service.models import (
     chat_model_from_settings,
     judge_from_settings,
@@ -689,7 +697,25 @@ def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -
         allow_request_scope=settings.allow_request_scope,
         host=settings.host,
     )
-    return mount_mcp(app, factory, allowed=settings.allow_request_scope)
+    return mount_mcp(
+        app,
+        factory,
+        allowed=settings.allow_request_scope,
+        stream_idle_timeout=settings.mcp_stream_idle_timeout_ms / 1000,
+        max_streams=settings.mcp_max_streams_per_token,
+    )
+
+
+def _mount_ui(
+    app: FastAPI, service: MemoryService, settings: CogitoSettings, token: bytes | None
+) -> tuple[str, ...]:
+    """Serve the inspector at ``/ui`` (see :mod:`cogito_lc.service.ui`); its path prefixes."""
+    try:
+        from cogito_lc.service.ui import mount_ui
+    except ImportError:
+        logger.info("jinja2 is not installed (the 'server' extra): no inspector at /ui")
+        return ()
+    return (mount_ui(app, service, settings, token),)
 
 
 def create_app(
@@ -741,21 +767,28 @@ def create_app(
     app.include_router(health)
     app.include_router(router)
     app.state.mcp_endpoint = _mount_mcp(app, service, settings)  # run by the lifespan
+    ui_prefixes = _mount_ui(app, service, settings, token) if settings.ui else ()
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if token:
-        app.add_middleware(BearerAuthMiddleware, token=token)
+        app.add_middleware(BearerAuthMiddleware, token=token, open_prefixes=ui_prefixes)
     app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
     return app
 
 
 def check_bind(settings: CogitoSettings) -> None:
-    """Refuse to bind a non-loopback address without an API token.
+    """Refuse to bind a non-loopback address without a strong enough API token.
+
+    On loopback any token will do (a short one gets a warning when the settings
+    are read). Elsewhere the token must have at least
+    :data:`~cogito_lc.service.config.MIN_API_TOKEN_CHARS` characters, unless
+    ``allow_short_token`` accepts the risk of a guessable token.
 
     Raises:
-        ConfigError: If ``host`` is not a loopback address and ``api_token`` is unset.
+        ConfigError: If ``host`` is not a loopback address and ``api_token`` is
+            unset, or shorter than ``MIN_API_TOKEN_CHARS`` without ``allow_short_token``.
 
     Example:
         ```python
@@ -773,10 +806,21 @@ def check_bind(settings: CogitoSettings) -> None:
             print(exc)  # host='0.0.0.0' is not a loopback address: set COGITO_API_TOKEN ...
         ```
     """
-    if not is_loopback(settings.host) and settings.api_token is None:
+    if is_loopback(settings.host):
+        return
+    if settings.api_token is None:
         msg = (
             f"host={settings.host!r} is not a loopback address: set COGITO_API_TOKEN (api_token) "
             "so that clients must authenticate, or bind 127.0.0.1."
+        )
+        raise ConfigError(msg)
+    length = len(settings.api_token.get_secret_value())
+    if length < MIN_API_TOKEN_CHARS and not settings.allow_short_token:
+        msg = (
+            f"host={settings.host!r} is not a loopback address and COGITO_API_TOKEN (api_token) "
+            f"has {length} characters: set one of at least {MIN_API_TOKEN_CHARS} (python -c "
+            "'import secrets; print(secrets.token_urlsafe(32))'), bind 127.0.0.1, or set "
+            "COGITO_ALLOW_SHORT_TOKEN=true to serve with a guessable token."
         )
         raise ConfigError(msg)
 
@@ -830,13 +874,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 19420)")
     parser.add_argument(
+        "--ui",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the memory inspector at /ui (default: on; COGITO_UI)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``cogito-lc-server``: ``[--config PATH] [--host H] [--port P]``."""
+    """Entry point of ``cogito-lc-server``: ``[--config PATH] [--host H] [--port P] [--no-ui]``."""
     parser = _parser()
     args = parser.parse_args(argv)
     level = getattr(logging, args.log_level.upper())
@@ -844,7 +894,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for noisy in _NOISY_LOGGERS:  # per-request debug chatter of libraries
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     overrides = {
-        key: value for key in ("host", "port") if (value := getattr(args, key)) is not None
+        key: value for key in ("host", "port", "ui") if (value := getattr(args, key)) is not None
     }
     try:
         settings = load_settings(args.config, **overrides)

@@ -121,6 +121,13 @@ def test_wheel_metadata_is_honest(wheel: Path) -> None:
     assert "cogito-lc = cogito_lc.cli:main" in entry_points
     assert "cogito-lc-server = cogito_lc.cli:server_main" in entry_points
     assert "cogito_lc/py.typed" in files
+    for asset in (  # the inspector's pages and assets: it works with no internet
+        "templates/base.html",
+        "static/inspector.css",
+        "static/vendor/htmx/htmx.min.js",
+        "static/vendor/htmx/LICENSE",
+    ):
+        assert f"cogito_lc/service/ui/{asset}" in files, asset
     assert not [f for f in files if f.startswith("tests/")], "tests shipped in the wheel"
 
 

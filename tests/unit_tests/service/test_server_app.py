@@ -283,7 +283,7 @@ async def test_busy_server_answers_503_with_retry_after() -> None:
 
 def test_non_loopback_bind_needs_a_token() -> None:
     check_bind(CogitoSettings(host="127.0.0.1"))
-    check_bind(CogitoSettings(host="0.0.0.0", api_token=TOKEN))  # noqa: S104
+    check_bind(CogitoSettings(host="0.0.0.0", api_token=f"{TOKEN}-0123456789"))  # noqa: S104
     with pytest.raises(ConfigError, match="COGITO_API_TOKEN"):
         check_bind(CogitoSettings(host="0.0.0.0"))  # noqa: S104
 

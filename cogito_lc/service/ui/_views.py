@@ -1,0 +1,311 @@
+"""What the inspector's pages show, read from one scope (blocking: run in the service's lanes).
+
+Every function takes the :class:`~cogito_lc.service._service.ScopeView` of the
+session's scope and returns plain values for the templates; none of them
+renders HTML (the templates escape every value).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langchain_core.documents import Document
+
+from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc._core.versions import is_superseded
+from cogito_lc.service._service import MemoryService, ScopeView
+from cogito_lc.service.config import CogitoSettings
+from cogito_lc.stores.lexical_sync import lexical_sync_for
+
+__all__ = [
+    "Listing",
+    "MemoryRow",
+    "Recall",
+    "health",
+    "list_memories",
+    "memory_detail",
+    "parse_instant",
+    "recall_explained",
+]
+
+PAGE_SIZE = 50
+"""Memories on one page of a scope's listing."""
+
+_READ_BATCH = 500
+"""Memories one read of a filtered listing takes."""
+
+
+@dataclass
+class MemoryRow:
+    """One memory as a row of the listing."""
+
+    id: str
+    text: str
+    kind: str
+    importance: str
+    created_at: str
+    updated_at: str
+    source: str
+    superseded: bool
+
+
+@dataclass
+class Listing:
+    """A page of a scope's memories, newest first."""
+
+    rows: list[MemoryRow]
+    total: int
+    """Memories in the listing (after the filter)."""
+    page: int
+    pages: int
+    scope_count: int
+    """Memories in the scope."""
+
+
+@dataclass
+class Recall:
+    """A recall explained: ranked memories with their scores and the runs that found them."""
+
+    query: str
+    method: str
+    subqueries: list[str]
+    hits: list[dict[str, Any]] = field(default_factory=list)
+    subquery_vectors: str = ""
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _row(doc: Document) -> MemoryRow:
+    meta = doc.metadata
+    return MemoryRow(
+        id=doc.id or "",
+        text=doc.page_content,
+        kind=_text(meta.get("kind")),
+        importance=_text(meta.get("importance")),
+        created_at=_text(meta.get("created_at")),
+        updated_at=_text(meta.get("updated_at")),
+        source=_text(meta.get("source_id", meta.get("source"))),
+        superseded=is_superseded(meta),
+    )
+
+
+def parse_instant(text: str | None, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 date or time as an aware datetime (UTC when none is given), or None.
+
+    Raises:
+        ValueError: If ``text`` is not empty and not ISO 8601.
+    """
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    if len(value) == 10 and end_of_day:  # a date: up to its last instant
+        value += "T23:59:59.999999"
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        msg = f"not an ISO 8601 date or time: {text[:40]!r}"
+        raise ValueError(msg) from None
+    return instant if instant.tzinfo else instant.replace(tzinfo=timezone.utc)
+
+
+def _created(doc: Document) -> datetime | None:
+    try:
+        return parse_instant(_text(doc.metadata.get("created_at")))
+    except ValueError:
+        return None
+
+
+def _matches(doc: Document, needle: str, since: datetime | None, until: datetime | None) -> bool:
+    if needle and needle not in doc.page_content.casefold() and needle != (doc.id or ""):
+        return False
+    if since is None and until is None:
+        return True
+    created = _created(doc)
+    if created is None:
+        return False
+    return (since is None or created >= since) and (until is None or created <= until)
+
+
+def list_memories(
+    view: ScopeView,
+    *,
+    text: str = "",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    page: int = 1,
+    size: int = PAGE_SIZE,
+) -> Listing:
+    """A page of the scope's memories, newest first, every version included.
+
+    Without a filter the page is read from the end of the write order (one read);
+    with a text filter (case-insensitive, or an exact id) or a time range on
+    ``created_at`` the whole scope is read and sorted by ``created_at``.
+    """
+    count = view.memory.count()
+    needle = text.strip().casefold()
+    if not needle and since is None and until is None:
+        pages = max(1, math.ceil(count / size))
+        page = min(max(page, 1), pages)
+        end = max(count - (page - 1) * size, 0)
+        start = max(end - size, 0)
+        docs = view.memory.list(limit=end - start, offset=start) if end > start else []
+        rows = [_row(doc) for doc in reversed(docs)]
+        return Listing(rows, count, page, pages, count)
+    kept: list[tuple[int, Document]] = []
+    read = 0
+    while True:
+        batch = view.memory.list(limit=_READ_BATCH, offset=read)
+        kept.extend(
+            (read + i, doc) for i, doc in enumerate(batch) if _matches(doc, needle, since, until)
+        )
+        read += len(batch)
+        if len(batch) < _READ_BATCH:
+            break
+    oldest = datetime.min.replace(tzinfo=timezone.utc)
+    kept.sort(key=lambda item: (_created(item[1]) or oldest, item[0]), reverse=True)
+    pages = max(1, math.ceil(len(kept) / size))
+    page = min(max(page, 1), pages)
+    chosen = kept[(page - 1) * size : page * size]
+    return Listing([_row(doc) for _, doc in chosen], len(kept), page, pages, count)
+
+
+def memory_detail(
+    service: MemoryService, view: ScopeView, memory_id: str
+) -> tuple[MemoryRow, list[tuple[str, str]], list[MemoryRow], str | None]:
+    """One memory: its row, every metadata item (sorted, as text) and its versions.
+
+    Raises:
+        MemoryNotFoundError: If the scope has no memory with this id.
+    """
+    doc = service.get(view, memory_id)
+    versions, current = service.history(view, memory_id)
+    items = sorted((str(key), _text(value)) for key, value in doc.metadata.items())
+    return _row(doc), items, [_row(version) for version in versions], current
+
+
+def _score(value: Any) -> str:
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return f"{value:.3f}"
+    return ""
+
+
+def _runs(found_by: Sequence[Mapping[str, Any]], subqueries: Sequence[str]) -> list[str]:
+    labels = []
+    for run in found_by:
+        if run.get("run") == "lexical":
+            labels.append(f"lexical #{run.get('rank')}")
+            continue
+        index = run.get("subquery", 0)
+        which = "original" if index == 0 else f"sub-query {index}"
+        labels.append(f"vector ({which}) #{run.get('rank')}")
+    return labels
+
+
+def recall_explained(
+    service: MemoryService, view: ScopeView, query: str, limit: int | None = None
+) -> Recall:
+    """Run RecallB in the scope and explain its ranking (scores, sub-queries, runs)."""
+    docs, report = service.explain_recall_b(view, query, limit)
+    subqueries = [str(q) for q in report.get("subqueries", [query])]
+    found_by = report.get("found_by") or [[] for _ in docs]
+    hits = []
+    for position, doc in enumerate(docs):
+        details = doc.metadata.get(METADATA_KEY)
+        details = details if isinstance(details, Mapping) else {}
+        runs = found_by[position] if position < len(found_by) else []
+        hits.append(
+            {
+                "rank": details.get("rank", position + 1),
+                "id": doc.id or "",
+                "text": doc.page_content,
+                "score": _score(details.get("score")),
+                "cosine": _score(details.get("cosine")),
+                "rrf": _score(details.get("rrf")),
+                "runs": _runs(runs, subqueries),
+            }
+        )
+    return Recall(
+        query=query,
+        method=str(report.get("method", "")),
+        subqueries=subqueries,
+        hits=hits,
+        subquery_vectors=str(report.get("subquery_vectors", "")),
+    )
+
+
+def _public_url(url: str | None) -> str:
+    """A URL without its user, password, query and fragment (they may hold secrets)."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def health(service: MemoryService, settings: CogitoSettings, view: ScopeView) -> dict[str, Any]:
+    """The scope's and the store's state and the configured models; never a secret."""
+    memory = view.memory
+    store = type(memory.vectorstore).__name__
+    if store == "Chroma":
+        kind = "Chroma server" if settings.chroma_host else "embedded Chroma"
+    elif "PG" in store or "Postgres" in store:
+        kind = "Postgres (pgvector)"
+    else:
+        kind = store
+    snapshot = service.snapshot(view)
+    sync = lexical_sync_for(memory.vectorstore)
+    lexical: dict[str, Any] = {"index": "none (the store cannot be followed)"}
+    if sync is not None:
+        index = sync.index
+        lexical = {"index": type(index).__name__}
+        try:
+            lexical["documents"] = index.count()
+            lexical["pending"] = len(index.pending())
+        except Exception as exc:  # an index that cannot answer is a state to show
+            lexical["error"] = type(exc).__name__
+    vocab = memory.vocab_map or {}
+    return {
+        "store": kind,
+        "vector_store": store,
+        "collection": settings.collection,
+        "scope_count": service.count(view),
+        "lexical": lexical,
+        "snapshot": (
+            {
+                "built_at": snapshot.built_at,
+                "count": snapshot.count,
+                "method": snapshot.method,
+            }
+            if snapshot is not None
+            else None
+        ),
+        "calibrated": bool(vocab),
+        "vocab_terms": len(vocab),
+        "models": {
+            "embeddings": settings.embed_model,
+            "filter (stage 2)": settings.filter_model or "none",
+            "extraction": settings.chat_model or "none",
+            "filter endpoint": _public_url(settings.filter_endpoint) or "none",
+            "supersession": "on" if settings.supersession and settings.chat_model else "off",
+        },
+        "auth": "bearer token" if settings.api_token is not None else "none (loopback only)",
+        "request_scopes": settings.allow_request_scope,
+    }

@@ -1,0 +1,100 @@
+"""The CLI in process: ``--server`` values that are not URLs, and stored text shown safely."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import sys
+
+import pytest
+
+pytest.importorskip("typer", reason="the 'cli' extra is not installed")
+
+from rich.console import Console
+
+from cogito_lc.cli._client import CliError, check_server_url
+
+cli_app = importlib.import_module("cogito_lc.cli.app")  # the package exports the Typer app
+
+HOSTILE = "NUL\x00 \x1b[31mred\x1b[0m \x1b]0;title\x07 \u202egnp.exe [bold]x[/bold]"
+RAW_CONTROLS = ("\x00", "\x1b", "\x07", "\u202e")
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.setattr(sys, "argv", ["cogito-lc", *args])
+    with pytest.raises(SystemExit) as exited:
+        cli_app.main()
+    return int(exited.value.code or 0)
+
+
+@pytest.mark.parametrize(
+    "server", ["notaurl", "ftp://127.0.0.1:19420", "http://", "http://host:99999", "127.0.0.1"]
+)
+def test_a_server_that_is_not_an_http_url_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], server: str
+) -> None:
+    monkeypatch.delenv("COGITO_SERVER", raising=False)
+    code = _run(monkeypatch, "--server", server, "health")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(lines) == 1
+    assert lines[0].startswith("error: --server (COGITO_SERVER) must be an http:// or https://")
+    assert repr(server) in lines[0]
+
+
+def test_the_environment_variable_is_checked_the_same_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COGITO_SERVER", "localhost:19420")
+    assert _run(monkeypatch, "health") == 2
+    assert "COGITO_SERVER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:19420", "https://memory.example/api/"])
+def test_http_urls_are_accepted(url: str) -> None:
+    assert check_server_url(url) == url
+
+
+def test_a_bad_server_url_is_shown_escaped() -> None:
+    with pytest.raises(CliError) as caught:
+        check_server_url("\x1b[2Jnot a url")
+    assert "\x1b" not in str(caught.value)
+    assert "\\x1b[2J" in str(caught.value)
+
+
+def _capture(monkeypatch: pytest.MonkeyPatch, name: str) -> io.StringIO:
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli_app, name, Console(file=buffer, width=400, color_system=None))
+    return buffer
+
+
+def test_tables_show_control_characters_as_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = _capture(monkeypatch, "out")
+    answer = {
+        "memories": [{"id": "m\x1b[1m1", "text": HOSTILE, "score": 0.5}],
+        "method": "decompose_1",
+    }
+    cli_app._print_hits(answer, raw=False, title=f"query: {HOSTILE}")
+    output = shown.getvalue()
+    assert not [c for c in RAW_CONTROLS if c in output]
+    assert "\\x00" in output
+    assert "\\x1b[31mred" in output
+    assert "\\u202egnp.exe" in output
+    assert "[bold]x[/bold]" in output  # shown as typed, not read as markup
+    assert "m\\x1b[1m1" in output
+
+
+def test_raw_output_keeps_the_text_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = _capture(monkeypatch, "out")
+    cli_app._print_hits({"memories": [{"id": "m1", "text": HOSTILE}]}, raw=True, title="q")
+    assert '"NUL\\u0000 \\u001b[31mred' in shown.getvalue()  # JSON escapes, same text
+
+
+def test_error_lines_escape_what_they_quote(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = _capture(monkeypatch, "err")
+    cli_app._print_error(f"bad input: {HOSTILE}\nsecond line")
+    output = shown.getvalue()
+    assert not [c for c in RAW_CONTROLS if c in output]
+    assert output.count("\n") == 1
+    assert output.startswith("error: bad input: NUL\\x00")
+    assert "[bold]x[/bold]\\nsecond line" in output

@@ -1,0 +1,222 @@
+"""The guards of ``/mcp`` in process: bad bodies, the guards' JSON-RPC errors, idle streams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+from langchain_chroma import Chroma
+from pydantic import SecretStr
+
+pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
+
+from cogito_lc import MemoryStore
+from cogito_lc.service._guard import (
+    JSONRPC_PATHS,
+    body_problem,
+    content_type_problem,
+    json_too_deep,
+)
+from cogito_lc.service.config import CogitoSettings
+from cogito_lc.service.mcp_server import MCP_PATH, McpEndpoint
+from cogito_lc.service.server import create_app
+
+TOKEN = "unit-mcp-guard-token-0123456789"  # noqa: S105 - a test value
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Authorization": f"Bearer {TOKEN}",
+    "Content-Type": "application/json",
+}
+TOOLS_LIST = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+
+
+def test_the_mcp_path_is_answered_with_jsonrpc_errors() -> None:
+    assert MCP_PATH in JSONRPC_PATHS
+
+
+@pytest.mark.parametrize(
+    ("body", "deep"),
+    [
+        (b"[" * 64 + b"]" * 64, False),
+        (b"[" * 65 + b"]" * 65, True),
+        (b'{"a":' * 65 + b"1" + b"}" * 65, True),
+        (b'{"text": "' + b"[" * 1000 + b'"}', False),  # brackets in a string do not count
+        (b'{"text": "\\"' + b"[" * 1000 + b'"}', False),  # nor after an escaped quote
+        (b"[" * 100_000, True),  # unbalanced
+    ],
+)
+def test_nesting_is_counted_before_parsing(body: bytes, deep: bool) -> None:
+    assert json_too_deep(body, 64) is deep
+
+
+@pytest.mark.parametrize(
+    ("content_type", "refused"),
+    [
+        ("application/json", None),
+        ("application/json; charset=utf-8", None),
+        ('application/json; charset="UTF-8"', None),
+        ("application/json; charset=latin-1", "charset 'latin-1' is not supported"),
+        ("application/json;charset=utf-16", "charset 'utf-16' is not supported"),
+        ("text/plain", "got Content-Type 'text/plain'"),
+        (None, "got no Content-Type"),
+    ],
+)
+def test_content_types(content_type: str | None, refused: str | None) -> None:
+    problem = content_type_problem(content_type)
+    if refused is None:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert refused in problem
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (TOOLS_LIST, None),
+        (b'{"x":"\xff"}', "not valid UTF-8 (byte 7)"),
+        ('{"x":"\u00e9"}'.encode("utf-16"), "not valid UTF-8 (byte 1)"),
+        (b"[" * 10_000 + b"]" * 10_000, "deeper than 64 levels"),
+        (b"{", "the body is not JSON: Expecting property name"),
+        (b"9" * 5000, "not JSON the server can read"),
+    ],
+)
+def test_body_problems_are_named(body: bytes, problem: str | None) -> None:
+    found = body_problem(body)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
+@pytest.fixture
+def client(tmp_path: Path, chroma: Chroma) -> Any:
+    settings = CogitoSettings(
+        store_path=tmp_path / "store", api_token=SecretStr(TOKEN), max_body_bytes=32_768
+    )
+    app = create_app(settings, memory=MemoryStore(chroma, scope={"user_id": "agent"}))
+    with TestClient(app, base_url="http://127.0.0.1:19420", raise_server_exceptions=True) as http:
+        yield http
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code", "message"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","x":"\xff"}', {}, 400, -32700, "UTF-8"),
+        (
+            '{"jsonrpc":"2.0","id":1,"method":"tools/list","x":"\u00e9"}'.encode("latin-1"),
+            {"Content-Type": "application/json; charset=latin-1"},
+            415,
+            -32600,
+            "charset",
+        ),
+        (b"[" * 10_000 + b"]" * 10_000, {}, 400, -32700, "deeper than 64"),
+        (b"not json", {}, 400, -32700, "not JSON"),
+        (b"x" * 40_000, {}, 413, -32600, "max_body_bytes"),
+        (TOOLS_LIST, {"Authorization": "Bearer wrong"}, 401, -32600, "bearer token"),
+        (TOOLS_LIST, {"X-Cogito-User": "bob"}, 403, -32600, "allow_request_scope"),
+    ],
+)
+def test_bad_requests_get_jsonrpc_errors(
+    client: Any, body: bytes, headers: dict[str, str], status: int, code: int, message: str
+) -> None:
+    answer = client.post(MCP_PATH, content=body, headers={**HEADERS, **headers})
+    assert answer.status_code == status
+    error = answer.json()
+    assert error["jsonrpc"] == "2.0"
+    assert error["error"]["code"] == code
+    assert message in error["error"]["message"]
+    assert error["detail"] == error["error"]["message"]  # as the REST errors
+
+
+def test_a_good_body_still_reaches_the_tools(client: Any) -> None:
+    answer = client.post(MCP_PATH, content=TOOLS_LIST, headers=HEADERS)
+    assert answer.status_code == 200
+    assert len(answer.json()["result"]["tools"]) == 10
+
+
+def test_rest_errors_keep_their_shape(client: Any) -> None:
+    answer = client.post("/store", content=b"x" * 40_000, headers=HEADERS)
+    assert answer.status_code == 413
+    assert set(answer.json()) == {"detail"}
+
+
+class _Stream:
+    """A session manager whose GET streams wait for the client to leave, as the SDK's do."""
+
+    def __init__(self) -> None:
+        self.ended = anyio.Event()
+
+    async def handle_request(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.ended.set()
+
+
+def _endpoint(manager: Any, **options: Any) -> McpEndpoint:
+    endpoint = McpEndpoint(lambda: None, allowed=False, **options)  # type: ignore[arg-type,return-value]
+    endpoint._manager = manager
+    return endpoint
+
+
+def _get(token: str) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "method": "GET",
+        "path": MCP_PATH,
+        "headers": [(b"authorization", f"Bearer {token}".encode())],
+    }
+
+
+async def test_an_idle_stream_is_closed_and_its_response_ended() -> None:
+    manager = _Stream()
+    endpoint = _endpoint(manager, stream_idle_timeout=0.2)
+    sent: list[dict[str, Any]] = []
+
+    async def never() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with anyio.fail_after(5):
+        await endpoint(_get("a"), never, send)
+    assert manager.ended.is_set()
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert endpoint.open_streams == {}
+
+
+async def test_open_streams_are_bounded_per_token() -> None:
+    manager = _Stream()
+    endpoint = _endpoint(manager, stream_idle_timeout=60, max_streams=2)
+    leave = anyio.Event()
+    answers: dict[str, list[int]] = {"a": [], "b": []}
+
+    async def until_left() -> dict[str, Any]:
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    def sender(token: str) -> Any:
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answers[token].append(message["status"])
+
+        return send
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            for token in ("a", "a", "b"):
+                group.start_soon(endpoint, _get(token), until_left, sender(token))
+            await anyio.wait_all_tasks_blocked()
+            await endpoint(_get("a"), until_left, sender("a"))  # a third stream of token a
+            leave.set()
+    assert sorted(answers["a"]) == [200, 200, 429]
+    assert answers["b"] == [200]
+    assert endpoint.open_streams == {}

@@ -1,0 +1,177 @@
+"""The memory inspector (/ui) in process: login, sessions, CSRF, scopes, headers, two stages.
+
+The browser tests over a real uvicorn process are in
+``tests/integration_tests/service/test_ui_browser.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from langchain_chroma import Chroma
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from cogito_lc import MemoryStore
+from cogito_lc.service import server
+from cogito_lc.service.config import CogitoSettings
+from cogito_lc.service.server import create_app
+from cogito_lc.service.ui import CONTENT_SECURITY_POLICY
+
+TOKEN = "unit-inspector-token"  # noqa: S105 - a test value
+
+
+def _settings(tmp_path: Path, **values: Any) -> CogitoSettings:
+    return CogitoSettings(store_path=tmp_path / "store", api_token=TOKEN, **values)
+
+
+@pytest.fixture
+def memory(chroma: Chroma) -> MemoryStore:
+    return MemoryStore(chroma, scope={"user_id": "agent"})
+
+
+def _login(client: TestClient, **form: str) -> Any:
+    page = client.get("/ui/login")
+    nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+    assert nonce is not None
+    return client.post("/ui/login", data={"nonce": nonce.group(1), **form}, follow_redirects=False)
+
+
+def _csrf(client: TestClient, path: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
+    assert found is not None
+    return found.group(1)
+
+
+@pytest.fixture
+def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
+    app = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def test_pages_need_a_session_and_the_api_still_needs_the_token(client: TestClient) -> None:
+    answer = client.get("/ui/memories", follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/ui/login"
+    assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert client.get("/memories").status_code == 401
+    wrong = "wrong-token-wrong-token"
+    assert _login(client, token=wrong).status_code == 401
+    login = _login(client, token=TOKEN)
+    assert login.status_code == 303
+    cookie = login.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert TOKEN not in cookie
+    assert client.get("/memories").status_code == 401  # the cookie is no API token
+    assert client.get("/ui/scopes").status_code == 200
+
+
+def test_the_login_form_itself_needs_its_nonce(client: TestClient) -> None:
+    client.get("/ui/login")
+    answer = client.post("/ui/login", data={"token": TOKEN}, follow_redirects=False)
+    assert answer.status_code == 403
+
+
+def test_state_changing_requests_need_the_csrf_token(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    memory_id = memory.store("Auth tokens expire after 3600 s.").id
+    _login(client, token=TOKEN)
+    path = f"/ui/memories/{memory_id}/delete"
+    csrf = _csrf(client, path)
+    assert client.post(path, data={}).status_code == 403
+    assert client.post(path, data={"csrf_token": csrf[:-1]}).status_code == 403
+    foreign = {"csrf_token": csrf}
+    assert client.post(path, data=foreign, headers={"Origin": "https://evil"}).status_code == 403
+    assert memory.count() == 1
+    deleted = client.post(path, data={"csrf_token": csrf})
+    assert deleted.status_code == 200
+    assert memory_id in deleted.text
+    assert memory.count() == 0
+    assert client.post("/ui/logout", data={}).status_code == 403
+
+
+def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) -> None:
+    mine = memory.scoped({"user_id": "alice"}).store("alice likes tea").id
+    theirs = memory.scoped({"user_id": "bob"}).store("bob's secret is 4242").id
+    assert _login(client, token=TOKEN, scope="alice").status_code == 303
+    assert "alice likes tea" in client.get("/ui/memories").text
+    assert "4242" not in client.get("/ui/memories?user_id=bob").text
+    assert client.get(f"/ui/memories/{theirs}").status_code == 404
+    assert client.get(f"/ui/memories/{mine}").status_code == 200
+    assert "4242" not in client.get("/ui/recall?q=secret").text
+    assert client.get("/ui/memories", headers={"X-Cogito-User": "bob"}).status_code == 403
+    assert _login(client, token=TOKEN, scope="not a user id!").status_code == 422
+
+
+def test_a_server_without_request_scopes_refuses_a_typed_scope(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+        assert _login(client, token=TOKEN, scope="bob").status_code == 403
+        assert _login(client, token=TOKEN).status_code == 303
+        assert "agent" in client.get("/ui/scopes").text
+
+
+def test_memory_text_and_metadata_are_escaped(client: TestClient, memory: MemoryStore) -> None:
+    payload = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
+    memory_id = memory.store(payload, metadata={"source": "javascript:alert(3)"}).id
+    _login(client, token=TOKEN)
+    for path in ("/ui/memories", f"/ui/memories/{memory_id}"):
+        html = client.get(path).text
+        assert "<img src=x" not in html
+        assert "<script>alert" not in html
+        assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
+        assert 'href="javascript:' not in html
+
+
+def test_the_setting_turns_the_inspector_off(tmp_path: Path, memory: MemoryStore) -> None:
+    app = create_app(_settings(tmp_path, ui=False), memory=memory)
+    with TestClient(app) as client:
+        assert client.get("/ui/login").status_code == 401  # no open prefix: the API's rule
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        assert client.get("/ui/login", headers=headers).status_code == 404
+
+
+def test_two_stage_recall_streams_stage_one_then_the_models_numbers(
+    tmp_path: Path, memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = server._options
+
+    def with_model(settings: CogitoSettings) -> Any:
+        chosen = options(settings)
+        chosen.filter_llm = FakeListChatModel(responses=["[2]"])
+        return chosen
+
+    monkeypatch.setattr(server, "_options", with_model)
+    for text in ("billing runs on port 8083", "billing invoices go out monthly"):
+        memory.store(text)
+    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+        _login(client, token=TOKEN)
+        html = client.get("/ui/recall?q=billing&two_stage=1").text
+    assert html.index('id="stage-candidates"') < html.index('id="stage-result"')
+    assert 'id="filter-method">filter<' in html
+    result = html[html.index('id="stage-result"') :]
+    assert re.search(r'<td class="num">2</td>', result)  # the number the model picked
+
+
+def test_explained_recall_reports_the_runs_that_found_each_memory(memory: MemoryStore) -> None:
+    from cogito_lc.service._service import MemoryService, ServiceOptions
+
+    for text in ("billing runs on port 8083", "cats sleep all day"):
+        memory.store(text)
+    service = MemoryService(memory, ServiceOptions())
+    docs, report = service.explain_recall_b(service.view(None), "billing port", 5)
+    assert report["subqueries"][0] == "billing port"
+    assert report["method"].startswith("decompose_")
+    assert len(report["found_by"]) == len(docs)
+    first = report["found_by"][0]
+    assert docs[0].page_content == "billing runs on port 8083"
+    assert {"run": "vector", "subquery": 0, "rank": 1} in first
+    assert any(run["run"] == "lexical" for run in first)
