@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,3 +146,17 @@ def start_service(
     service = ServiceProcess(process, f"http://127.0.0.1:{port}", log_path, token)
     _wait_ready(service, timeout)
     return service
+
+
+@contextlib.contextmanager
+def checked_service(
+    store: Path, *, token: str | None = None, settings: Mapping[str, str] | None = None
+) -> Iterator[ServiceProcess]:
+    """A service (:func:`start_service`) stopped on exit, whose log must show no traceback."""
+    process = start_service(store, token=token, settings=settings)
+    try:
+        yield process
+    finally:
+        process.stop()
+    log = process.log_tail(1_000_000)
+    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:8000]

@@ -32,7 +32,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.integration_tests.service_process import ServiceProcess, start_service
+from tests.integration_tests.service_process import ServiceProcess, checked_service
 
 TOKEN = "integration-mcp-token-0123456789"  # noqa: S105 - a test value
 TIMEOUT = 300.0
@@ -125,13 +125,10 @@ async def test_stdio_cogito_lc_mcp_stores_and_recalls_in_its_scope(tmp_path: Pat
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     """One service: token required, per-request scopes allowed."""
     root = tmp_path_factory.mktemp("mcp-service")
-    process = start_service(
+    with checked_service(
         root / "store", token=TOKEN, settings={"COGITO_ALLOW_REQUEST_SCOPE": "true"}
-    )
-    yield process
-    process.stop()
-    log = process.log_tail(1_000_000)
-    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:8000]
+    ) as process:
+        yield process
 
 
 @asynccontextmanager

@@ -27,7 +27,7 @@ from schemathesis.config._checks import NegativeDataRejectionConfig
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from tests.integration_tests.service_process import ServiceProcess, start_service
+from tests.integration_tests.service_process import ServiceProcess, checked_service, start_service
 
 TOKEN = "integration-test-token"  # noqa: S105 - a test value
 LOAD_REQUESTS = 500
@@ -42,13 +42,10 @@ FUZZ_EXAMPLES = 25
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     """One service for the module: token required, per-request scopes allowed."""
     root = tmp_path_factory.mktemp("service")
-    process = start_service(
+    with checked_service(
         root / "store", token=TOKEN, settings={"COGITO_ALLOW_REQUEST_SCOPE": "true"}
-    )
-    yield process
-    process.stop()
-    log = process.log_tail(1_000_000)
-    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:8000]
+    ) as process:
+        yield process
 
 
 def _all_memories(client: httpx.Client) -> dict[str, str]:

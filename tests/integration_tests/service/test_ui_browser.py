@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration_tests.service_process import ServiceProcess, start_service
+from tests.integration_tests.service_process import ServiceProcess, checked_service
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
@@ -50,13 +50,10 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("inspector")
-    process = start_service(
+    with checked_service(
         root / "store", token=TOKEN, settings={"COGITO_ALLOW_REQUEST_SCOPE": "true"}
-    )
-    yield process
-    process.stop()
-    log = process.log_tail(1_000_000)
-    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:8000]
+    ) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

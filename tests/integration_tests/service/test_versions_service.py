@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.integration_tests.llm_server import LlamaServer
-from tests.integration_tests.service_process import ServiceProcess, start_service
+from tests.integration_tests.service_process import ServiceProcess, checked_service, start_service
 
 TOKEN = "integration-versions-token"  # noqa: S105 - a test value
 SCOPES = {"COGITO_ALLOW_REQUEST_SCOPE": "true"}
@@ -41,11 +41,8 @@ JUDGE_TAGS = {
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("versions-service")
-    process = start_service(root / "store", token=TOKEN, settings=SCOPES)
-    yield process
-    process.stop()
-    log = process.log_tail(1_000_000)
-    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:8000]
+    with checked_service(root / "store", token=TOKEN, settings=SCOPES) as process:
+        yield process
 
 
 def _store(client: httpx.Client, text: str, **fields: Any) -> str:
