@@ -36,6 +36,7 @@ __all__ = [
     "json_too_deep",
     "jsonrpc_error_body",
     "method_not_allowed_handler",
+    "same_secret",
     "token_matches",
     "unhandled_error_handler",
     "validation_error_handler",
@@ -131,7 +132,15 @@ def token_matches(header: str | None, expected: bytes) -> bool:
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer":
         return False
-    return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), expected)
+    return same_secret(given.strip(), expected)
+
+
+def same_secret(given: str | None, expected: bytes | str) -> bool:
+    """Whether ``given`` is the secret ``expected`` (constant-time; empty never matches)."""
+    if not given:
+        return False
+    wanted = expected.encode() if isinstance(expected, str) else expected
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), wanted)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -8,26 +8,18 @@ the server's memory: a restart logs everyone out.
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-__all__ = ["Session", "SessionStore", "same_secret"]
+__all__ = ["Session", "SessionStore"]
 
 SESSION_TTL_SECONDS = 8 * 3600.0
 """How long a session lasts without a request."""
 
 MAX_SESSIONS = 1024
 """Sessions kept at once; the least recently used goes first."""
-
-
-def same_secret(given: str | None, expected: str) -> bool:
-    """Whether ``given`` is ``expected`` (constant-time; None is never a match)."""
-    if not given:
-        return False
-    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 @dataclass

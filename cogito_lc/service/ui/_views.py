@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langchain_core.documents import Document
 
 from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.versions import is_superseded
 from cogito_lc.service._service import MemoryService, ScopeView
 from cogito_lc.service.config import CogitoSettings
@@ -112,16 +113,13 @@ def parse_instant(text: str | None, *, end_of_day: bool = False) -> datetime | N
     if text is None or not text.strip():
         return None
     value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
     if len(value) == 10 and end_of_day:  # a date: up to its last instant
         value += "T23:59:59.999999"
-    try:
-        instant = datetime.fromisoformat(value)
-    except ValueError:
+    instant = parse_timestamp(value)
+    if instant is None:
         msg = f"not an ISO 8601 date or time: {text[:40]!r}"
-        raise ValueError(msg) from None
-    return instant if instant.tzinfo else instant.replace(tzinfo=timezone.utc)
+        raise ValueError(msg)
+    return instant
 
 
 def _created(doc: Document) -> datetime | None:

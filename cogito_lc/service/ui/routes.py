@@ -30,11 +30,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.staticfiles import StaticFiles
 
 from cogito_lc import __version__
-from cogito_lc.service._guard import token_matches
+from cogito_lc.service._guard import same_secret, token_matches
 from cogito_lc.service._schemas import ID_MAX_CHARS, USER_PATTERN
 from cogito_lc.service._service import MemoryService, ScopeView
 from cogito_lc.service.config import CogitoSettings
-from cogito_lc.service.ui._sessions import Session, SessionStore, same_secret
+from cogito_lc.service.ui._sessions import Session, SessionStore
 from cogito_lc.service.ui._views import health as health_of
 from cogito_lc.service.ui._views import (
     list_memories,
