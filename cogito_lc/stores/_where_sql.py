@@ -37,7 +37,9 @@ def _comparison(key: str, condition: Any, column: ColumnFor) -> tuple[str, list[
     expr, expr_params = column(key)
     if op in {"$in", "$nin"}:
         values = [_value(key, v) for v in operand]
-        inside = f"{expr} IN ({', '.join('?' * len(values))})" if values else "0"
+        if not values:  # nothing is in an empty list
+            return ("(0)", []) if op == "$in" else ("(1)", [])
+        inside = f"{expr} IN ({', '.join('?' * len(values))})"
         if op == "$in":
             return f"({inside})", [*expr_params, *values]
         return f"({expr} IS NULL OR NOT {inside})", [*expr_params, *expr_params, *values]
