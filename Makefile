@@ -85,7 +85,7 @@ test-unit-oldest: $(STAMP_OLDEST)
 $(STAMP_OLDEST): pyproject.toml Makefile
 	test -x $(PY_OLDEST) || $(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,langgraph,mcp]"
+	$(PY_OLDEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,qdrant,langgraph,mcp]"
 	touch $(STAMP_OLDEST)
 endif
 
@@ -100,7 +100,7 @@ test-unit-newest: $(STAMP_NEWEST)
 $(STAMP_NEWEST): pyproject.toml Makefile
 	test -x $(PY_NEWEST) || $(PYTHON_NEWEST) -m venv $(VENV_NEWEST)
 	$(PY_NEWEST) -m pip install --quiet --upgrade pip
-	$(PY_NEWEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,langgraph,mcp]"
+	$(PY_NEWEST) -m pip install --quiet $(FIND_LINKS) -e ".[openai,ollama,anthropic,server,cli,dev,bench,postgres,qdrant,langgraph,mcp]"
 	touch $(STAMP_NEWEST)
 endif
 

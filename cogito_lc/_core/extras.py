@@ -21,6 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "bench": ("langchain_classic", "psutil"),
     "postgres": ("langchain_postgres", "psycopg", "psycopg_pool", "pgvector"),
     "langgraph": ("langgraph",),
+    "qdrant": ("langchain_qdrant", "qdrant_client"),
     "mcp": ("mcp", "fastapi", "uvicorn", "pydantic_settings", "httpx"),  # and server's
 }
 """Each extra of ``pyproject.toml`` and the top-level modules it installs."""

@@ -345,6 +345,49 @@ class MemoryStore:
         kwargs.setdefault("state", PostgresStateStore(database, f"{collection}/"))
         return cls(store, **kwargs)
 
+    @classmethod
+    def from_qdrant(
+        cls,
+        *,
+        embeddings: Embeddings,
+        path: str | Path | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        collection: str = "cogito_memories",
+        **kwargs: Any,
+    ) -> MemoryStore:
+        """A MemoryStore over Qdrant (``langchain-qdrant``): embedded at ``path``, or a server.
+
+        The collection is created on first use (cosine, sized from
+        ``embeddings``). Scopes and filters are pushed down as payload filters
+        (indexed on a server); ids are kept as given, whatever their form. In
+        local mode the lexical index and the snapshot live in ``path``.
+
+        Args:
+            embeddings: The embedding model.
+            path: A directory for Qdrant's embedded local mode (one process at a time).
+            url: A Qdrant server URL (``http://localhost:6333``) instead of ``path``.
+            api_key: The server's API key.
+            collection: The collection name.
+            **kwargs: Other arguments of :class:`MemoryStore` (``scope``, ...).
+
+        Example:
+            ```python
+            from cogito_lc import MemoryStore, local_embeddings
+
+            memory = MemoryStore.from_qdrant(
+                embeddings=local_embeddings(), path="./qdrant", scope={"user_id": "alice"}
+            )
+            memory.store("Auth tokens expire after 3600 seconds.")
+            ```
+        """
+        from cogito_lc.stores.qdrant import open_qdrant_store
+
+        store = open_qdrant_store(
+            embeddings, path=path, url=url, api_key=api_key, collection=collection
+        )
+        return cls(store, **kwargs)
+
     # -- writes -------------------------------------------------------------
 
     def store(

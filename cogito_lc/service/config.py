@@ -56,6 +56,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -349,6 +350,14 @@ class CogitoSettings(BaseSettings):
     """``postgresql://user:password@host:port/db`` of a Postgres with pgvector to keep
     memories, snapshots and vocabulary maps in (table ``collection``) instead of Chroma
     and ``store_path``; replicas of the service can share it. Never shown in logs."""
+    vector_store: Literal["chroma", "qdrant"] = "chroma"
+    """The vector database without ``database_url``: ``chroma`` (embedded at ``store_path``,
+    or a server at ``chroma_host``) or ``qdrant`` (embedded local mode at ``store_path``,
+    or a server at ``qdrant_url``; needs the ``qdrant`` extra)."""
+    qdrant_url: str | None = None
+    """URL of a Qdrant server (``http://localhost:6333``); sets ``vector_store`` to qdrant."""
+    qdrant_api_key: SecretStr | None = None
+    """The Qdrant server's API key, if it has one. Never shown in logs."""
 
     # -- recall -----------------------------------------------------------------
     recall_limit: int = Field(default=50, ge=1, le=200)
@@ -376,6 +385,15 @@ class CogitoSettings(BaseSettings):
             )
             raise ValueError(msg)
         return value
+
+    @model_validator(mode="after")
+    def _qdrant_url_picks_qdrant(self) -> CogitoSettings:
+        if self.qdrant_url:
+            if not re.match(r"^https?://", self.qdrant_url):
+                msg = "qdrant_url must be an http:// or https:// URL (http://localhost:6333)."
+                raise ValueError(msg)
+            self.vector_store = "qdrant"
+        return self
 
     @field_validator("store_path", mode="after")
     @classmethod

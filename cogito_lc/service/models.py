@@ -246,7 +246,10 @@ def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
 
 
 def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) -> VectorStore:
-    """Chroma: embedded at ``store_path``, or a Chroma server at ``chroma_host:chroma_port``.
+    """The vector store of the settings' ``vector_store``, embedded at ``store_path`` or a server.
+
+    Chroma: embedded, or a Chroma server at ``chroma_host:chroma_port``. Qdrant:
+    embedded local mode, or a Qdrant server at ``qdrant_url``.
 
     Example:
         ```python
@@ -262,6 +265,8 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
     """
     from langchain_chroma import Chroma
 
+    if settings.vector_store == "qdrant":
+        return _qdrant_from_settings(settings, embeddings)
     if settings.chroma_host:
         import chromadb
 
@@ -275,6 +280,23 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
         embedding_function=embeddings,
         persist_directory=str(settings.store_path),
     )
+
+
+def _is_remote(settings: CogitoSettings) -> bool:
+    if settings.vector_store == "qdrant":
+        return settings.qdrant_url is not None
+    return bool(settings.chroma_host)
+
+
+def _qdrant_from_settings(settings: CogitoSettings, embeddings: Embeddings) -> VectorStore:
+    from cogito_lc.stores.qdrant import open_qdrant_store
+
+    api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+    if settings.qdrant_url:
+        return open_qdrant_store(
+            embeddings, url=settings.qdrant_url, api_key=api_key, collection=settings.collection
+        )
+    return open_qdrant_store(embeddings, path=settings.store_path, collection=settings.collection)
 
 
 def memory_from_settings(
@@ -323,5 +345,5 @@ def memory_from_settings(
         scope={"user_id": settings.user_id},
         max_text_chars=settings.max_text_chars,
         vocab_map=settings.vocab_map,
-        data_dir=None if settings.chroma_host else settings.store_path,
+        data_dir=None if _is_remote(settings) else settings.store_path,
     )

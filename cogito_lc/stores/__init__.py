@@ -2,7 +2,8 @@
 
 One module per backend adapter (:mod:`~cogito_lc.stores.chroma` for Chroma,
 embedded or a server; :mod:`~cogito_lc.stores.postgres` for Postgres with
-pgvector; :mod:`~cogito_lc.stores.in_memory` for LangChain's
+pgvector; :mod:`~cogito_lc.stores.qdrant` for Qdrant, embedded or a server;
+:mod:`~cogito_lc.stores.in_memory` for LangChain's
 ``InMemoryVectorStore``; :mod:`~cogito_lc.stores.base` for any other LangChain
 vector store) and one per lexical engine (:mod:`~cogito_lc.stores.sqlite_fts`,
 SQLite FTS5 with its postings in memory; :mod:`~cogito_lc.stores.postgres_lexical`,
@@ -42,6 +43,7 @@ from cogito_lc.stores.lexical_index import (
 )
 from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
 from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
+from cogito_lc.stores.qdrant import QdrantAdapter, open_qdrant_store
 from cogito_lc.stores.sqlite_fts import SqliteLexicalIndex
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "LexicalIndex",
     "LexicalSync",
     "PostgresLexicalIndex",
+    "QdrantAdapter",
     "Run",
     "ScoredDocument",
     "SqliteLexicalIndex",
@@ -69,5 +72,6 @@ __all__ = [
     "is_chroma",
     "lexical_sync_for",
     "lexical_terms",
+    "open_qdrant_store",
     "register_adapter",
 ]

@@ -24,6 +24,7 @@ from cogito_lc.stores.in_memory import InMemoryAdapter
 from cogito_lc.stores.lexical_index import LexicalHit, LexicalIndex
 from cogito_lc.stores.postgres import PostgresAdapter
 from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
+from cogito_lc.stores.qdrant import QdrantAdapter
 from cogito_lc.stores.sqlite_fts import SqliteLexicalIndex, is_corruption
 
 __all__ = ["LexicalSync", "lexical_index_path", "lexical_sync_for"]
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 _PAGE = 5_000
 _ANSWERS_KEPT = 64
-_FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter)
+_FOLLOWED = (ChromaAdapter, InMemoryAdapter, PostgresAdapter, QdrantAdapter)
 _T = TypeVar("_T")
 
 
@@ -315,17 +316,21 @@ def _default_index(adapter: StoreAdapter) -> LexicalIndex:
 
 
 def lexical_index_path(adapter: StoreAdapter) -> Path | None:
-    """Where the lexical index of a persistent Chroma collection lives, or None.
+    """Where the lexical index of a persistent Chroma or local Qdrant collection lives, or None.
 
     One file per collection in the persist directory:
     ``cogito-lexical-<collection>.sqlite3``.
     """
-    if not isinstance(adapter, ChromaAdapter):
+    if isinstance(adapter, ChromaAdapter):
+        name = adapter.collection.name
+    elif isinstance(adapter, QdrantAdapter):
+        name = adapter.collection
+    else:
         return None
     directory = adapter.persist_directory()
     if directory is None:
         return None
-    return directory / f"cogito-lexical-{adapter.collection.name}.sqlite3"
+    return directory / f"cogito-lexical-{name}.sqlite3"
 
 
 _SYNCS: weakref.WeakKeyDictionary[VectorStore, LexicalSync] = weakref.WeakKeyDictionary()
@@ -339,8 +344,9 @@ def lexical_sync_for(store: VectorStore) -> LexicalSync | None:
     write through one is searchable by all at once. A persistent Chroma store
     gets a :class:`~cogito_lc.stores.SqliteLexicalIndex` in its persist
     directory; a Postgres store made by ``MemoryStore.from_database_url`` gets a
-    :class:`~cogito_lc.stores.PostgresLexicalIndex`; a Chroma store without
-    one and an ``InMemoryVectorStore`` get a
+    :class:`~cogito_lc.stores.PostgresLexicalIndex`; a Qdrant store made by
+    :func:`~cogito_lc.stores.qdrant.open_qdrant_store` gets the SQLite index in
+    its local directory; a Chroma or Qdrant store without one and an ``InMemoryVectorStore`` get a
     :class:`~cogito_lc.stores.Bm25LexicalIndex`; other stores get None.
     """
     with _SYNCS_LOCK:

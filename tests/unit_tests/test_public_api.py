@@ -151,6 +151,7 @@ STORES_ALL = [
     "LexicalIndex",
     "LexicalSync",
     "PostgresLexicalIndex",
+    "QdrantAdapter",
     "Run",
     "ScoredDocument",
     "SqliteLexicalIndex",
@@ -164,6 +165,7 @@ STORES_ALL = [
     "is_chroma",
     "lexical_sync_for",
     "lexical_terms",
+    "open_qdrant_store",
     "register_adapter",
 ]
 

@@ -1,0 +1,552 @@
+"""Qdrant through ``langchain-qdrant``: embedded local mode (``path=``) or a Qdrant server.
+
+:func:`open_qdrant_store` gives a :class:`CogitoQdrantVectorStore`, a
+``QdrantVectorStore`` that keeps what cogito-lc promises of any store: a
+document comes back with the id it was stored under (Qdrant point ids must be
+UUIDs, so the point id is a UUID derived from the id and the id itself is kept
+in the payload) and the metadata it was stored with (no ``_id`` or
+``_collection_name`` keys added). :class:`QdrantAdapter` pushes scopes and
+``where`` filters down as payload filters (with payload indexes on a server)
+and searches every query vector in one ``query_batch_points`` call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from cogito_lc._core.extras import require_extra
+from cogito_lc._core.filters import where_predicate
+from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
+from cogito_lc.stores.base import (
+    BatchedSearchAdapter,
+    Run,
+    ScoredDocument,
+    StoreAdapter,
+    StoredVectors,
+    Vector,
+    finite_score,
+    register_adapter,
+)
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
+__all__ = [
+    "ID_KEY",
+    "SEQ_KEY",
+    "QdrantAdapter",
+    "open_qdrant_store",
+    "point_id",
+    "qdrant_store_class",
+]
+
+ID_KEY = "doc_id"
+"""The payload key holding a document's own id (its point id is derived from it)."""
+SEQ_KEY = "seq"
+"""The payload key ordering documents by insertion (nanoseconds, unique per process)."""
+_ID_NAMESPACE = uuid.UUID("5a0f2d4e-8c3b-4f6a-9d1e-c0917e5f1b2a")
+_PAGE = 1_000
+
+
+def point_id(doc_id: str | int) -> str:
+    """The Qdrant point id of the document ``doc_id`` (a UUID derived from it).
+
+    Example:
+        ```python
+        from cogito_lc.stores.qdrant import point_id
+
+        assert point_id("m1") == point_id("m1") != point_id("m2")
+        ```
+    """
+    return str(uuid.uuid5(_ID_NAMESPACE, str(doc_id)))
+
+
+class _Sequence:
+    """Insertion order: the wall clock in nanoseconds, never repeating in this process."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def take(self, count: int) -> list[int]:
+        with self._lock:
+            start = max(self._last + 1, time.time_ns())
+            self._last = start + count - 1
+        return list(range(start, start + count))
+
+
+_SEQUENCE = _Sequence()
+
+
+def qdrant_store_class() -> type[VectorStore]:
+    """:class:`CogitoQdrantVectorStore` (defined on first use: ``langchain-qdrant`` is an extra)."""
+    global _STORE_CLASS  # noqa: PLW0603 - built once, on first use
+    if _STORE_CLASS is None:
+        _STORE_CLASS = _define_store_class()
+    return _STORE_CLASS
+
+
+_STORE_CLASS: type[VectorStore] | None = None
+
+
+def _define_store_class() -> type[VectorStore]:
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import models
+
+    class CogitoQdrantVectorStore(QdrantVectorStore):
+        """A ``QdrantVectorStore`` whose documents keep their ids and metadata as stored.
+
+        Any string id is accepted (the point id is :func:`point_id` of it); every
+        point carries its insertion order in the payload (``seq``).
+        """
+
+        def add_texts(  # type: ignore[override]
+            self,
+            texts: Iterable[str],
+            metadatas: list[dict[str, Any]] | None = None,
+            ids: Sequence[str | int] | None = None,
+            batch_size: int = 64,
+            **kwargs: Any,
+        ) -> list[str | int]:
+            texts = list(texts)
+            given = list(ids) if ids else [None] * len(texts)
+            doc_ids: list[str | int] = [uuid.uuid4().hex if i is None else i for i in given]
+            metas = metadatas or [{} for _ in texts]
+            for start in range(0, len(texts), batch_size):
+                stop = start + batch_size
+                points = self._points(texts[start:stop], metas[start:stop], doc_ids[start:stop])
+                self.client.upsert(self.collection_name, points=points, wait=True, **kwargs)
+            return doc_ids
+
+        def _points(
+            self, texts: list[str], metadatas: list[dict[str, Any]], ids: list[str | int]
+        ) -> list[Any]:
+            vectors = self._require_embeddings("add_texts").embed_documents(texts)
+            return [
+                models.PointStruct(
+                    id=point_id(doc_id),
+                    vector={self.vector_name: vector} if self.vector_name else vector,
+                    payload={
+                        self.content_payload_key: text,
+                        self.metadata_payload_key: dict(metadata or {}),
+                        ID_KEY: str(doc_id),
+                        SEQ_KEY: seq,
+                    },
+                )
+                for text, metadata, doc_id, vector, seq in zip(
+                    texts, metadatas, ids, vectors, _SEQUENCE.take(len(texts)), strict=True
+                )
+            ]
+
+        def get_by_ids(self, ids: Sequence[str | int], /) -> list[Document]:
+            points = self.client.retrieve(
+                self.collection_name, [point_id(i) for i in ids], with_payload=True
+            )
+            return [self._document(point) for point in points]
+
+        def delete(  # type: ignore[override]
+            self, ids: list[str | int] | None = None, **kwargs: Any
+        ) -> bool | None:
+            if not ids:
+                return None
+            result = self.client.delete(
+                self.collection_name, points_selector=[point_id(i) for i in ids], wait=True
+            )
+            return bool(result.status == models.UpdateStatus.COMPLETED)
+
+        def _document(self, point: Any) -> Document:
+            return point_document(point, self.content_payload_key, self.metadata_payload_key)
+
+        @classmethod
+        def _document_from_point(
+            cls,
+            scored_point: Any,
+            collection_name: str,
+            content_payload_key: str,
+            metadata_payload_key: str,
+        ) -> Document:
+            return point_document(scored_point, content_payload_key, metadata_payload_key)
+
+    return CogitoQdrantVectorStore
+
+
+def point_document(
+    point: Any, content_key: str = "page_content", metadata_key: str = "metadata"
+) -> Document:
+    """The document stored in a Qdrant point, with its own id (the point id if it has none)."""
+    payload = point.payload or {}
+    return Document(
+        page_content=payload.get(content_key) or "",
+        metadata=dict(payload.get(metadata_key) or {}),
+        id=str(payload.get(ID_KEY, point.id)),
+    )
+
+
+def _is_cogito_qdrant(store: VectorStore) -> bool:
+    return _STORE_CLASS is not None and isinstance(store, _STORE_CLASS)
+
+
+# -- opening a store -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Where:
+    """A ``where`` filter with its Qdrant form."""
+
+    where: Mapping[str, Any] | None
+    pushed: QdrantFilter
+
+    def keeps(self, document: Document) -> bool:
+        return (
+            self.where is None
+            or self.pushed.exact
+            or where_predicate(self.where)(document.metadata)
+        )
+
+
+def open_qdrant_store(
+    embeddings: Embeddings,
+    *,
+    path: str | Path | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    collection: str = "cogito_memories",
+    client: QdrantClient | None = None,
+) -> VectorStore:
+    """A :class:`CogitoQdrantVectorStore` over the collection ``collection``, created if needed.
+
+    Exactly one of ``client``, ``url`` (a Qdrant server) and ``path`` (embedded
+    local mode, kept on disk) may be given; none gives an in-memory local
+    Qdrant. A new collection is sized from ``embeddings`` and ranks by cosine;
+    on a server the scope keys and the insertion order get payload indexes.
+
+    Args:
+        embeddings: The embedding model.
+        path: A directory for embedded local mode.
+        url: A Qdrant server URL (``http://localhost:6333``).
+        api_key: The server's API key, if it has one.
+        collection: The collection name.
+        client: A ``QdrantClient`` made by the caller.
+
+    Raises:
+        ValueError: If more than one of ``client``, ``url`` and ``path`` is given,
+            or the collection holds vectors of another size.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        from cogito_lc.stores.qdrant import open_qdrant_store
+
+        store = open_qdrant_store(DeterministicFakeEmbedding(size=8))  # in memory
+        store.add_texts(["billing runs on port 8083"], ids=["m1"])
+        assert store.get_by_ids(["m1"])[0].id == "m1"
+        ```
+    """
+    require_extra("qdrant", "The Qdrant store")
+    if sum(given is not None for given in (client, url, path)) > 1:
+        msg = "open_qdrant_store takes one of client=, url= or path=; pass only one."
+        raise ValueError(msg)
+    if client is None:
+        client = _client(path, url, api_key)
+    dimension = len(embeddings.embed_query("dimension probe"))
+    _ensure_collection(client, collection, dimension)
+    return qdrant_store_class()(client=client, collection_name=collection, embedding=embeddings)  # type: ignore[call-arg]
+
+
+def _client(path: str | Path | None, url: str | None, api_key: str | None) -> QdrantClient:
+    from qdrant_client import QdrantClient
+
+    if url is not None:
+        return QdrantClient(url=url, api_key=api_key, timeout=5)
+    if path is None:
+        return QdrantClient(location=":memory:")
+    Path(path).mkdir(parents=True, exist_ok=True)
+    client = QdrantClient(path=str(path))
+    atexit.register(_close, weakref.ref(client))  # before interpreter teardown breaks close()
+    return client
+
+
+def _close(client: weakref.ref[QdrantClient]) -> None:
+    held = client()
+    if held is not None:
+        held.close()
+
+
+def _ensure_collection(client: QdrantClient, collection: str, dimension: int) -> None:
+    from qdrant_client import models
+
+    if not client.collection_exists(collection):
+        client.create_collection(
+            collection,
+            vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+        )
+    else:
+        _check_dimension(client, collection, dimension)
+    if is_local(client):
+        return  # local mode scans its points; payload indexes do nothing there
+    client.create_payload_index(collection, SEQ_KEY, models.PayloadSchemaType.INTEGER)
+    for key in SCOPE_KEYS:
+        client.create_payload_index(collection, f"metadata.{key}", models.PayloadSchemaType.KEYWORD)
+
+
+def _check_dimension(client: QdrantClient, collection: str, dimension: int) -> None:
+    vectors = client.get_collection(collection).config.params.vectors
+    size = getattr(vectors, "size", None)
+    if size is not None and size != dimension:
+        msg = (
+            f"the Qdrant collection {collection!r} holds vectors of size {size}, but the "
+            f"embedding model gives {dimension}: use the model the collection was made "
+            "with, or another collection name."
+        )
+        raise ValueError(msg)
+
+
+def is_local(client: QdrantClient) -> bool:
+    """Whether ``client`` is Qdrant's embedded local mode (no server)."""
+    return type(client._client).__name__ == "QdrantLocal"
+
+
+# -- the adapter ---------------------------------------------------------------------
+
+
+class QdrantAdapter(BatchedSearchAdapter):
+    """A store made by :func:`open_qdrant_store`: filters pushed down as payload filters."""
+
+    def __init__(self, store: VectorStore) -> None:
+        super().__init__(store)
+        self.client: QdrantClient = store.client  # type: ignore[attr-defined]
+        self.collection: str = store.collection_name  # type: ignore[attr-defined]
+        self._content_key: str = store.content_payload_key  # type: ignore[attr-defined]
+        self._metadata_key: str = store.metadata_payload_key  # type: ignore[attr-defined]
+        self._vector_name: str = store.vector_name  # type: ignore[attr-defined]
+
+    def check_filters_by_metadata(self, purpose: str) -> None:
+        return None
+
+    def _where(self, where: Mapping[str, Any] | None) -> _Where:
+        return _Where(where, where_to_qdrant(where, self._metadata_key))
+
+    def _document(self, point: Any) -> Document:
+        return point_document(point, self._content_key, self._metadata_key)
+
+    # -- reads and deletes ------------------------------------------------------
+
+    def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
+        if not ids:
+            return []
+        found = self._retrieve(ids, self._where(where), vectors=False)
+        return [found[i][0] for i in dict.fromkeys(ids) if i in found]
+
+    def _retrieve(
+        self, ids: Sequence[str], where: _Where, *, vectors: bool
+    ) -> dict[str, tuple[Document, Any]]:
+        points = self.client.retrieve(
+            self.collection, [point_id(i) for i in ids], with_payload=True, with_vectors=vectors
+        )
+        matches = where_predicate(where.where) if where.where is not None else None
+        found = {}
+        for point in points:
+            document = self._document(point)
+            if matches is None or matches(document.metadata):  # retrieve takes no filter
+                found[document.id or ""] = (document, self._vector(point) if vectors else None)
+        return found
+
+    def _vector(self, point: Any) -> Any:
+        vector = point.vector
+        return vector.get(self._vector_name) if isinstance(vector, dict) else vector
+
+    def page(self, where: Mapping[str, Any] | None, limit: int, offset: int) -> list[Document]:
+        if limit <= 0:
+            return []
+        found: list[Document] = []
+        for document in self._in_order(self._where(where), "asc"):
+            if offset > 0:
+                offset -= 1
+                continue
+            found.append(document)
+            if len(found) >= limit:
+                break
+        return found
+
+    def _in_order(self, where: _Where, direction: str) -> Iterable[Document]:
+        """Every document matching ``where`` in insertion order, read a page at a time."""
+        from qdrant_client import models
+
+        start: int | None = None
+        while True:
+            order = models.OrderBy(key=SEQ_KEY, direction=direction, start_from=start)
+            points, _ = self.client.scroll(
+                self.collection,
+                scroll_filter=where.pushed.filter,
+                limit=_PAGE,
+                order_by=order,
+                with_payload=True,
+            )
+            for point in points:
+                document = self._document(point)
+                if where.keeps(document):
+                    yield document
+            if len(points) < _PAGE:
+                return
+            last = int((points[-1].payload or {}).get(SEQ_KEY, 0))
+            start = last + 1 if direction == "asc" else last - 1
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        found = self._where(where)
+        if not found.pushed.exact:
+            return len(self.ids_in(where))
+        result = self.client.count(self.collection, count_filter=found.pushed.filter, exact=True)
+        return int(result.count)
+
+    def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
+        return [doc.id or "" for doc in self._in_order(self._where(where), "asc")]
+
+    def delete(self, ids: list[str], where: Mapping[str, Any] | None = None) -> None:
+        if ids and where is not None:
+            ids = [doc.id or "" for doc in self.get(ids, where)]
+        if ids:
+            self.client.delete(
+                self.collection, points_selector=[point_id(i) for i in ids], wait=True
+            )
+
+    def add_new(self, documents: Sequence[Document]) -> set[str]:
+        """Write the documents whose ids the collection does not hold; returns those ids."""
+        held = set(
+            self._retrieve([doc.id or "" for doc in documents], self._where(None), vectors=False)
+        )
+        new = [doc for doc in documents if doc.id not in held]
+        if new:
+            self.store.add_documents(new, ids=[doc.id or "" for doc in new])
+        return {doc.id or "" for doc in new}
+
+    def set_metadata(
+        self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
+    ) -> list[Document]:
+        """Set the keys in place (``set_payload``): no re-embedding, text untouched."""
+        from qdrant_client import models
+
+        documents = self._merged(updates, where)
+        operations = [
+            models.SetPayloadOperation(
+                set_payload=models.SetPayload(
+                    payload={self._metadata_key: doc.metadata}, points=[point_id(doc.id or "")]
+                )
+            )
+            for doc in documents
+        ]
+        if operations:
+            self.client.batch_update_points(self.collection, operations, wait=True)
+        return documents
+
+    def recent(self, limit: int) -> list[Document]:
+        if limit <= 0:
+            return []
+        found: list[Document] = []
+        for document in self._in_order(self._where(None), "desc"):
+            found.append(document)
+            if len(found) >= limit:
+                break
+        return found[::-1]
+
+    def persist_directory(self) -> Path | None:
+        location = getattr(self.client._client, "location", None)
+        if not is_local(self.client) or not location or location == ":memory:":
+            return None
+        return Path(location)
+
+    # -- searches -----------------------------------------------------------------
+
+    def search_by_vectors(
+        self,
+        queries: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+        stored: StoredVectors | None = None,
+    ) -> list[Run]:
+        """Every query vector in one ``query_batch_points`` call, ``filter`` pushed down."""
+        found = self._nearest_many(
+            list(vectors), list(fetch_ks), search_kwargs.get("filter"), stored
+        )
+        return [([doc for doc, _ in hits], False) for hits in found]
+
+    def _nearest_many(
+        self,
+        vectors: Sequence[Any],
+        ks: Sequence[int],
+        where: Mapping[str, Any] | None,
+        stored: StoredVectors | None = None,
+    ) -> list[list[ScoredDocument]]:
+        from qdrant_client import models
+
+        translated = self._where(where)
+        requests = [
+            models.QueryRequest(
+                query=np.asarray(vector, dtype=np.float32).tolist(),
+                filter=translated.pushed.filter,
+                limit=k,
+                with_payload=True,
+                with_vector=stored is not None,
+                using=self._vector_name or None,
+            )
+            for vector, k in zip(vectors, ks, strict=True)
+        ]
+        responses = self.client.query_batch_points(self.collection, requests=requests)
+        runs: list[list[ScoredDocument]] = []
+        for response in responses:
+            hits: list[ScoredDocument] = []
+            for point in response.points:
+                document = self._document(point)
+                if not translated.keeps(document):
+                    continue
+                if stored is not None and not stored.known(document.id or ""):
+                    stored.found[document.id or ""] = np.asarray(
+                        self._vector(point), dtype=np.float32
+                    )
+                hits.append((document, finite_score(point.score)))
+            runs.append(hits)
+        return runs
+
+    def stored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
+        """The stored vectors (unit length: Qdrant normalises for cosine), read by id."""
+        if not texts:
+            return []
+        found = self._retrieve(list(texts), self._where(where), vectors=True)
+        if set(found) != set(texts) or any(
+            found[key][0].page_content != text for key, text in texts.items()
+        ):
+            return None
+        return [np.asarray(found[key][1], dtype=np.float32) for key in texts]
+
+    def scored_search(
+        self, text: str, k: int, where: Mapping[str, Any] | None = None
+    ) -> list[ScoredDocument]:
+        """The ``k`` nearest memories matching ``where``, scored by cosine similarity."""
+        embeddings = self.store.embeddings
+        if embeddings is None:
+            return super().scored_search(text, k, where)
+        return self._nearest_many([embeddings.embed_query(text)], [k], where)[0]
+
+
+def _qdrant_adapter(store: VectorStore) -> StoreAdapter | None:
+    return QdrantAdapter(store) if _is_cogito_qdrant(store) else None
+
+
+register_adapter(_qdrant_adapter)

@@ -1,0 +1,134 @@
+"""The Qdrant store and adapter over Qdrant's in-memory local mode (a real engine, no server)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("qdrant_client")
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import VectorStore
+
+from cogito_lc._core.filters import where_predicate
+from cogito_lc.stores import QdrantAdapter, adapter_for, open_qdrant_store
+from cogito_lc.stores._qdrant_filters import where_to_qdrant
+from cogito_lc.stores.qdrant import point_id
+
+EMBEDDINGS = DeterministicFakeEmbedding(size=16)
+VALUES = st.one_of(
+    st.sampled_from(["a", "b", "c"]),
+    st.integers(-2, 2),
+    st.sampled_from([0.5, 1.5]),
+    st.booleans(),
+)
+KEYS = st.sampled_from(["k", "m"])
+METADATA = st.dictionaries(KEYS, VALUES, max_size=2)
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    ops = st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"])
+    simple = st.builds(lambda k, op, v: {k: {op: v}}, KEYS, ops, VALUES)
+    listed = st.builds(
+        lambda k, op, vs: {k: {op: vs}},
+        KEYS,
+        st.sampled_from(["$in", "$nin"]),
+        st.lists(VALUES, max_size=3),
+    )
+    return st.one_of(st.builds(lambda k, v: {k: v}, KEYS, VALUES), simple, listed)
+
+
+WHERE = st.recursive(
+    _leaf(),
+    lambda inner: st.builds(
+        lambda op, parts: {op: parts},
+        st.sampled_from(["$and", "$or"]),
+        st.lists(inner, min_size=1, max_size=3),
+    ),
+    max_leaves=5,
+)
+
+
+@pytest.fixture(scope="module")
+def population() -> Iterator[tuple[VectorStore, list[dict[str, Any]]]]:
+    """Forty documents with every mix of the metadata values (and missing keys)."""
+    metadatas = [
+        {**({"k": k} if k is not None else {}), **({"m": m} if m is not None else {})}
+        for k in [None, "a", "b", 1, -2, 0.5, True]
+        for m in [None, "c", 2, 1.5, False]
+    ][:40]
+    store = open_qdrant_store(EMBEDDINGS)
+    store.add_texts(
+        [f"doc {i}" for i in range(len(metadatas))],
+        metadatas,
+        ids=[f"d{i}" for i in range(len(metadatas))],
+    )
+    yield store, metadatas
+    store.client.close()  # type: ignore[attr-defined]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(where=WHERE)
+def test_pushed_filters_keep_what_the_where_filter_keeps(
+    population: tuple[VectorStore, list[dict[str, Any]]], where: dict[str, Any]
+) -> None:
+    store, metadatas = population
+    adapter = adapter_for(store)
+    matches = where_predicate(where)
+    expected = {f"d{i}" for i, meta in enumerate(metadatas) if matches(meta)}
+    assert set(adapter.ids_in(where)) == expected
+    assert adapter.count(where) == len(expected)
+    pushed = where_to_qdrant(where).filter
+    found = store.client.scroll(store.collection_name, scroll_filter=pushed, limit=100)[0]  # type: ignore[attr-defined]
+    assert expected <= {
+        str(p.payload["doc_id"]) for p in found
+    }  # the pushed filter keeps a superset
+
+
+def test_documents_keep_their_ids_and_metadata() -> None:
+    store = open_qdrant_store(EMBEDDINGS)
+    metadata = {"user_id": "alice", "n": 3, "nested_ok": "x"}
+    store.add_documents([Document("a memory", metadata=metadata, id="not-a-uuid:1")])
+    [found] = store.get_by_ids(["not-a-uuid:1"])
+    assert (found.id, found.page_content, found.metadata) == ("not-a-uuid:1", "a memory", metadata)
+    [hit] = store.similarity_search("a memory", k=1)
+    assert (hit.id, hit.metadata) == ("not-a-uuid:1", metadata)
+    assert isinstance(adapter_for(store), QdrantAdapter)
+    held = store.client.retrieve(store.collection_name, [point_id("not-a-uuid:1")])  # type: ignore[attr-defined]
+    assert len(held) == 1
+    store.delete(["not-a-uuid:1"])
+    assert store.get_by_ids(["not-a-uuid:1"]) == []
+
+
+def test_pages_follow_insertion_order_and_set_metadata_leaves_the_text() -> None:
+    store = open_qdrant_store(EMBEDDINGS)
+    adapter = adapter_for(store)
+    ids = [f"m{i}" for i in range(2_500)]
+    store.add_texts(
+        [f"memory {i}" for i in range(2_500)], [{"user_id": "u"}] * 2_500, ids=ids, batch_size=500
+    )
+    assert [d.id for d in adapter.page({"user_id": "u"}, 3, 1_999)] == ["m1999", "m2000", "m2001"]
+    assert [d.id for d in adapter.recent(2)] == ["m2498", "m2499"]
+    assert adapter.ids_in({"user_id": "u"}) == ids
+    [changed] = adapter.set_metadata({"m5": {"superseded_by": "m6"}})
+    assert changed.page_content == "memory 5"
+    [again] = adapter.get(["m5"])
+    assert again.metadata == {"user_id": "u", "superseded_by": "m6"}
+    assert adapter.add_new([Document("memory 5", id="m5"), Document("new one", id="n1")]) == {"n1"}
+
+
+def test_open_qdrant_store_rejects_two_locations_and_another_dimension(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match="only one"):
+        open_qdrant_store(EMBEDDINGS, path=tmp_path, url="http://localhost:6333")
+    store = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")
+    client = store.client  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="size 16"):
+        open_qdrant_store(DeterministicFakeEmbedding(size=8), client=client)
+    client.close()
