@@ -36,6 +36,7 @@ Usage:
     python benchmarks/scale.py --quick
     python benchmarks/scale.py --store postgres  # a private Postgres (pgserver), or:
     python benchmarks/scale.py --store postgres --database-url postgresql://...
+    python benchmarks/scale.py --store qdrant  # Qdrant's embedded local mode
     ```
 
 With ``--store postgres`` each case is a table of one Postgres
@@ -89,7 +90,7 @@ POOL_LABEL = (
 )
 EMBEDDINGS = ("auto", "minilm", "pool", "hash")
 COLLECTION = "scale"
-STORES = ("chroma", "postgres")
+STORES = ("chroma", "postgres", "qdrant")
 
 
 @dataclass
@@ -111,6 +112,8 @@ class CaseSpec:
     """When the orchestrator started the worker (``time.time()``)."""
     database_url: str = ""
     """The Postgres to load into (``--store postgres``); empty: embedded Chroma."""
+    store: str = "chroma"
+    """The backend: ``chroma``, ``postgres`` or ``qdrant`` (embedded local mode)."""
 
     @property
     def table(self) -> str:
@@ -163,6 +166,10 @@ def _open(spec: CaseSpec, embeddings: Any) -> Any:
     if spec.database_url:
         return MemoryStore.from_database_url(
             spec.database_url, embeddings=embeddings, collection=spec.table
+        )
+    if spec.store == "qdrant":
+        return MemoryStore.from_qdrant(
+            embeddings=embeddings, path=spec.directory, collection=COLLECTION
         )
     store = Chroma(COLLECTION, embeddings, persist_directory=spec.directory)
     return MemoryStore(store)
@@ -403,7 +410,7 @@ def run_case(spec: CaseSpec, scratch: Path) -> dict[str, Any]:
     return {
         "memories": spec.memories,
         "layout": spec.layout,
-        "store": "postgres" if spec.database_url else "chroma",
+        "store": spec.store,
         "scopes": len(spec.blocks()),
         **loaded,
         "ratios": {
@@ -605,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 progress=not args.no_progress,
                 pool_file=str(root / "pool-vectors.npy"),
                 database_url=database_url,
+                store=args.store,
             )
             print(f"scale: {memories:,} memories, layout {layout}", file=sys.stderr)
             report["runs"].append(run_case(spec, scratch))

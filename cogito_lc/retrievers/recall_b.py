@@ -377,7 +377,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     def _pushdown(self) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
         """The search kwargs to send, and a metadata predicate to apply to results in code.
 
-        A Chroma ``where`` filter makes every sub-search scan the matching set;
+        On a store whose filtered search scans (Chroma, Qdrant's local mode) a
+        ``where`` filter makes every sub-search scan the matching set;
         when a simple equality filter (a scope) matched the whole collection at
         the last freshness check, the searches run unfiltered and the same
         filter is applied to their results here, so a document written outside
@@ -387,7 +388,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         predicate = equality_predicate(where)
         if (
             predicate is None
-            or not isinstance(self._store, ChromaAdapter)
+            or not self._store.filtered_search_scans
             or self._lexical is None
             or self.search_kwargs.get("where_document")
             or not self._lexical.covers_all(where)

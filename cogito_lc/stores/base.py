@@ -320,6 +320,9 @@ class StoreAdapter:
     """Whether :meth:`read_documents` reads documents by id (searches may then give copies)."""
     searches_within: bool = False
     """Whether :meth:`search_within` ranks a given set of ids exactly."""
+    filtered_search_scans: bool = False
+    """Whether a filtered search scans every matching row (so an unfiltered search with
+    the filter checked on its results is cheaper when the filter keeps every row)."""
 
     def search_within(
         self,

@@ -42,6 +42,7 @@ class ChromaAdapter(BatchedSearchAdapter):
 
     reads_by_id = True
     searches_within = True
+    filtered_search_scans = True
 
     @property
     def collection(self) -> Any:

@@ -38,6 +38,7 @@ from cogito_lc.stores.base import (
     StoreAdapter,
     StoredVectors,
     Vector,
+    cosine_scores,
     finite_score,
     register_adapter,
 )
@@ -335,6 +336,13 @@ class QdrantAdapter(BatchedSearchAdapter):
         self._metadata_key: str = store.metadata_payload_key  # type: ignore[attr-defined]
         self._vector_name: str = store.vector_name  # type: ignore[attr-defined]
 
+    searches_within = True
+
+    @property
+    def filtered_search_scans(self) -> bool:  # type: ignore[override]
+        """Local mode checks a filter on every point in Python; a server uses its indexes."""
+        return is_local(self.client)
+
     def check_filters_by_metadata(self, purpose: str) -> None:
         return None
 
@@ -522,6 +530,32 @@ class QdrantAdapter(BatchedSearchAdapter):
             runs.append(hits)
         return runs
 
+    def search_within(
+        self,
+        ids: Sequence[str],
+        vectors: Vector,
+        fetch_ks: Sequence[int],
+        search_kwargs: Mapping[str, Any],
+        stored: StoredVectors | None = None,
+    ) -> list[Run]:
+        """Rank the documents with these ids (a small scope) exactly: one read by id, then numpy."""
+        found = self._retrieve(list(ids), self._where(search_kwargs.get("filter")), vectors=True)
+        if not found:
+            return [([], False) for _ in fetch_ks]
+        keys = list(found)
+        matrix = np.asarray([found[key][1] for key in keys], dtype=np.float32)
+        similarities = [
+            cosine_scores(query, matrix) for query in np.asarray(vectors, dtype=np.float32)
+        ]
+        if stored is not None:
+            stored.found.update(
+                (key, matrix[i]) for i, key in enumerate(keys) if not stored.known(key)
+            )
+        return [
+            ([found[keys[i]][0] for i in np.argsort(-row, kind="stable")[:fetch_k]], False)
+            for row, fetch_k in zip(similarities, fetch_ks, strict=True)
+        ]
+
     def stored_vectors(
         self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
     ) -> list[Any] | None:
@@ -542,7 +576,15 @@ class QdrantAdapter(BatchedSearchAdapter):
         embeddings = self.store.embeddings
         if embeddings is None:
             return super().scored_search(text, k, where)
-        return self._nearest_many([embeddings.embed_query(text)], [k], where)[0]
+        vector = embeddings.embed_query(text)
+        if where is not None and self.filtered_search_scans:
+            # Local mode checks a filter point by point: when the k nearest of the
+            # whole collection all match, they are the answer (as for Chroma).
+            [nearest] = self._nearest_many([vector], [k], None)
+            inside = where_predicate(where)
+            if len(nearest) == k and all(inside(doc.metadata) for doc, _ in nearest):
+                return nearest
+        return self._nearest_many([vector], [k], where)[0]
 
 
 def _qdrant_adapter(store: VectorStore) -> StoreAdapter | None:
