@@ -2,8 +2,9 @@
 
 The middlewares are plain ASGI, so they answer before any request body is read
 or parsed: an unauthenticated request gets 401 whatever its body, a body over
-the limit gets 413 without being buffered, and a request over the concurrency
-limit gets 503 with ``Retry-After`` instead of queueing without bound.
+the limit gets 413 without being buffered, a JSON body nested deeper than
+:data:`MAX_JSON_DEPTH` gets 400 before a parser sees it, and a request over the
+concurrency limit gets 503 with ``Retry-After`` instead of queueing without bound.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import hmac
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute, Match, Mount
+from starlette.staticfiles import StaticFiles
 
 from cogito_lc.service._schemas import FieldError, ValidationErrorResponse
 
@@ -38,6 +40,7 @@ __all__ = [
     "method_not_allowed_handler",
     "same_secret",
     "token_matches",
+    "too_deep_message",
     "unhandled_error_handler",
     "validation_error_handler",
 ]
@@ -57,7 +60,8 @@ JSONRPC_PATHS = frozenset({"/mcp"})
 """Paths that speak JSON-RPC (the MCP endpoint): the guards answer them with JSON-RPC errors."""
 
 MAX_JSON_DEPTH = 64
-"""Deepest nesting of arrays and objects a JSON-RPC body may have (checked before parsing)."""
+"""Deepest nesting of arrays and objects a JSON body may have (checked before parsing):
+the REST endpoints answer a deeper one 400, the MCP endpoint a JSON-RPC parse error."""
 
 MESSAGE_MAX_CHARS = 300
 """Most characters of one field's message in a 422 (messages may quote the input)."""
@@ -181,6 +185,11 @@ def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+def too_deep_message(max_depth: int = MAX_JSON_DEPTH) -> str:
+    """The error message of a JSON body nested deeper than ``max_depth``."""
+    return f"the body nests arrays or objects deeper than {max_depth} levels; send a flatter one"
+
+
 def content_type_problem(content_type: str | None) -> str | None:
     """Why a JSON-RPC request's ``Content-Type`` is refused (HTTP 415), or None.
 
@@ -234,9 +243,7 @@ def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     except UnicodeDecodeError as exc:
         return f"the body is not valid UTF-8 (byte {exc.start + 1}): send the JSON as UTF-8"
     if json_too_deep(body, max_depth):
-        return (
-            f"the body nests arrays or objects deeper than {max_depth} levels; send a flatter one"
-        )
+        return too_deep_message(max_depth)
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
@@ -275,11 +282,20 @@ class BearerAuthMiddleware:
 
 
 class BodyLimitMiddleware:
-    """Answers 413 to a request body over ``max_bytes``, declared or streamed."""
+    """Answers 413 to a request body over ``max_bytes``, 400 to a JSON body nested too deep.
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    A body sent as JSON (``Content-Type`` JSON, or none: FastAPI parses it as
+    JSON then) to any path but :data:`JSONRPC_PATHS` (which check their own) is
+    read whole, up to ``max_bytes``, and refused with 400 when it nests arrays or
+    objects deeper than ``max_json_depth`` (:func:`json_too_deep`); None: no check.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, max_json_depth: int | None = MAX_JSON_DEPTH
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_json_depth = max_json_depth
 
     def _too_large(self) -> str:
         return f"request body over {self.max_bytes} bytes; send less (max_body_bytes)"
@@ -308,7 +324,47 @@ class BodyLimitMiddleware:
                     raise HTTPException(413, self._too_large())
             return message
 
+        if self.max_json_depth is not None and _sends_json(scope):
+            await self.app(scope, _depth_checked(limited, self.max_json_depth), send)
+            return
         await self.app(scope, limited, send)
+
+
+def _sends_json(scope: Scope) -> bool:
+    """Whether a request's body is parsed as JSON by a REST endpoint."""
+    if scope.get("path") in JSONRPC_PATHS or scope.get("method") in {"GET", "HEAD", "OPTIONS"}:
+        return False
+    content_type = _header(scope, b"content-type")
+    return content_type is None or _is_json(content_type)
+
+
+def _depth_checked(receive: Receive, max_depth: int) -> Receive:
+    """``receive`` giving the whole body at the first call, once its nesting is checked.
+
+    Raising the 400 from ``receive`` lets FastAPI answer it as any HTTP error
+    (it re-raises an ``HTTPException`` met while reading a body).
+    """
+    read = False
+
+    async def checked() -> Message:
+        nonlocal read
+        if read:
+            return await receive()
+        read = True
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return message  # the client left
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if json_too_deep(body, max_depth):
+            raise HTTPException(400, too_deep_message(max_depth))
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return checked
 
 
 class ConcurrencyLimitMiddleware:
@@ -399,19 +455,24 @@ def method_not_allowed_handler(
     """A handler of 405 whose ``Allow`` lists the methods of every route of the path.
 
     Starlette's own 405 names only the methods of the first route whose path
-    matched (``GET`` for ``/memories/{id}``, which ``DELETE`` serves too).
+    matched (``GET`` for ``/memories/{id}``, which ``DELETE`` serves too). The
+    routes of the request's app are asked too, so routers included after the
+    handler was made (the inspector's, at ``/ui``) are named; static files
+    allow ``GET`` and ``HEAD``.
 
     Args:
-        routes: The app's routes (the routers' own, before inclusion).
+        routes: Routes to ask besides the app's (the routers' own, before inclusion).
     """
     known = list(routes)
 
     async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
         methods: set[str] = set()
-        for route in known:
-            match, _ = route.matches(request.scope)
+        probe = dict(request.scope)  # a mount (static files) moved the root path: undo it
+        probe["root_path"] = probe.get("app_root_path", probe.get("root_path", ""))
+        for route in _leaf_routes([*known, *request.app.routes]):
+            match, _ = route.matches(probe)
             if match is not Match.NONE:
-                methods |= getattr(route, "methods", None) or set()
+                methods |= _route_methods(route)
         allowed = ", ".join(sorted(methods))
         return JSONResponse(
             status_code=405,
@@ -420,6 +481,27 @@ def method_not_allowed_handler(
         )
 
     return method_not_allowed
+
+
+def _leaf_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes, an included router's own routes in its place.
+
+    FastAPI keeps a router included without a prefix whole (``original_router``);
+    the routes of the app's routers carry their full paths (``/ui/...``).
+    """
+    for route in routes:
+        router = getattr(route, "original_router", None)
+        if router is None:
+            yield route
+        else:
+            yield from _leaf_routes(router.routes)
+
+
+def _route_methods(route: BaseRoute) -> set[str]:
+    if isinstance(route, Mount) and isinstance(route.app, StaticFiles):
+        return {"GET", "HEAD"}
+    methods: set[str] | None = getattr(route, "methods", None)
+    return set(methods or ())
 
 
 async def unhandled_error_handler(request: Request, exc: Exception) -> JSONResponse:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc._core.filters import store_filter, where_predicate
+from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "AdapterFactory",
     "BatchedSearchAdapter",
     "Run",
+    "ScopeCounts",
     "ScoredDocument",
     "StoreAdapter",
     "StoredVectors",
@@ -47,12 +50,15 @@ __all__ = [
     "matches_where",
     "register_adapter",
     "registered_adapter",
+    "scope_counts_of",
+    "scope_keys",
 ]
 
 SUPPORTED_FILTER_STORES = (
     "langchain_chroma.Chroma (a where dict), "
-    "langchain_core.vectorstores.InMemoryVectorStore (a function of the Document) and "
-    "a PGVectorStore made by MemoryStore.from_database_url (SQL)"
+    "langchain_core.vectorstores.InMemoryVectorStore (a function of the Document), "
+    "a PGVectorStore made by MemoryStore.from_database_url (SQL) and "
+    "a Qdrant store made by MemoryStore.from_qdrant (payload filters)"
 )
 """The stores a scope or a ``where`` filter can be translated for, as named in errors."""
 
@@ -179,6 +185,75 @@ def finite_score(score: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+ScopeValues = tuple[str, ...]
+"""The values of the scope keys asked for, in their order: one scope."""
+
+
+@dataclass(frozen=True)
+class ScopeCounts:
+    """How many documents each scope holds (:meth:`StoreAdapter.scope_counts`)."""
+
+    counts: dict[ScopeValues, int]
+    """Documents by scope, the first ``limit`` scopes in the order of their values
+    (compared as Unicode code points, key by key)."""
+    scopes: int
+    """Distinct scopes in all; ``counts`` holds at most ``limit`` of them."""
+    documents: int
+    """Documents counted in all, in every scope (also those past ``limit``)."""
+
+
+def scope_keys(keys: Sequence[str], limit: int | None = None) -> tuple[str, ...]:
+    """The scope keys of a :meth:`~StoreAdapter.scope_counts`, checked with its ``limit``.
+
+    Raises:
+        ValueError: If ``keys`` is not one or more of ``SCOPE_KEYS``, none twice, or
+            ``limit`` is negative.
+    """
+    names = tuple(keys)
+    if not names or len(set(names)) != len(names) or not set(names) <= set(SCOPE_KEYS):
+        msg = f"scope counts group by one or more distinct keys of {list(SCOPE_KEYS)}, got {names}."
+        raise ValueError(msg)
+    if limit is not None and limit < 0:
+        msg = f"limit must be None or at least 0, got {limit}."
+        raise ValueError(msg)
+    return names
+
+
+def _scope_values(metadata: Mapping[str, Any], keys: Sequence[str]) -> ScopeValues | None:
+    """The scope of a document's metadata (as text), or None when it lacks one of the keys."""
+    values = [metadata.get(key) for key in keys]
+    if any(value is None for value in values):
+        return None
+    return tuple(str(value) for value in values)
+
+
+def scope_counts_of(
+    metadatas: Iterable[Mapping[str, Any]], keys: Sequence[str], limit: int | None = None
+) -> ScopeCounts:
+    """The documents of each scope among these metadata dicts (:meth:`StoreAdapter.scope_counts`).
+
+    Example:
+        ```python
+        from cogito_lc.stores.base import scope_counts_of
+
+        rows = [{"user_id": "b"}, {"user_id": "a"}, {"user_id": "b"}, {"kind": "fact"}]
+        found = scope_counts_of(rows, ["user_id"], limit=1)
+        assert found.counts == {("a",): 1} and found.scopes == 2 and found.documents == 3
+        ```
+    """
+    counted: Counter[ScopeValues] = Counter()
+    for metadata in metadatas:
+        values = _scope_values(metadata, keys)
+        if values is not None:
+            counted[values] += 1
+    first = sorted(counted) if limit is None else sorted(counted)[:limit]
+    return ScopeCounts(
+        counts={values: counted[values] for values in first},
+        scopes=len(counted),
+        documents=sum(counted.values()),
+    )
+
+
 class StoreAdapter:
     """Any LangChain vector store: id-based reads and deletes, searches through its API.
 
@@ -212,6 +287,42 @@ class StoreAdapter:
     def count(self, where: Mapping[str, Any] | None = None) -> int:
         """How many documents match ``where``."""
         self._unsupported(f"{type(self).__name__}.count")
+
+    def scope_counts(
+        self,
+        keys: Sequence[str],
+        where: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> ScopeCounts:
+        """How many documents matching ``where`` each scope holds, a scope being values of ``keys``.
+
+        A document lacking one of ``keys`` is in no scope and is not counted.
+        Values are compared as text. Here the documents are read page by page
+        (:meth:`page`); adapters that can count in the store do so.
+
+        Args:
+            keys: The scope keys to group by (of ``user_id``, ``agent_id``, ``run_id``).
+            where: Only documents matching it are counted.
+            limit: At most this many scopes in :attr:`ScopeCounts.counts` (the first in
+                the order of their values); None: every scope.
+
+        Raises:
+            ValueError: If ``keys`` is not one or more distinct scope keys, or ``limit``
+                is negative.
+        """
+        names = scope_keys(keys, limit)
+        return scope_counts_of(self._metadatas(where), names, limit)
+
+    def _metadatas(self, where: Mapping[str, Any] | None) -> Iterable[Mapping[str, Any]]:
+        """The metadata of every document matching ``where``, read page by page."""
+        offset = 0
+        while True:
+            page = self.page(where, _PAGE, offset)
+            yield from (doc.metadata for doc in page)
+            if len(page) < _PAGE:
+                return
+            offset += _PAGE
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         """Every id of a document that matches ``where``."""

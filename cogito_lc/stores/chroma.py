@@ -9,7 +9,7 @@ collection and client) is here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 from pathlib import Path
@@ -35,6 +35,8 @@ _SAME_VECTOR = 1e-5
 """A search distance this small means an exact duplicate of the query vector."""
 _WIDE_CHECK = 100
 """Neighbours a second search asks for before calling a row unreachable."""
+_METADATA_PAGE = 5_000
+"""Rows one read of metadata only (scope counts) takes."""
 
 
 class ChromaAdapter(BatchedSearchAdapter):
@@ -68,6 +70,18 @@ class ChromaAdapter(BatchedSearchAdapter):
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         return list(self.collection.get(where=where, include=[])["ids"])
+
+    def _metadatas(self, where: Mapping[str, Any] | None) -> Iterable[Mapping[str, Any]]:
+        """The metadata of the matching rows, read page by page without their text."""
+        offset = 0
+        while True:
+            raw = self.collection.get(
+                where=where, limit=_METADATA_PAGE, offset=offset, include=["metadatas"]
+            )
+            yield from (meta or {} for meta in raw["metadatas"] or [])
+            if len(raw["ids"]) < _METADATA_PAGE:
+                return
+            offset += _METADATA_PAGE
 
     def documents(
         self,

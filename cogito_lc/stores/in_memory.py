@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.documents import Document
@@ -41,6 +41,12 @@ class InMemoryAdapter(StoreAdapter):
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         return [doc.id or "" for doc in self._matching(where)]
+
+    def _metadatas(self, where: Mapping[str, Any] | None) -> Iterable[Mapping[str, Any]]:
+        """The metadata of the matching rows as held (no document is copied)."""
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        rows = list(held.store.values())
+        return [row["metadata"] for row in rows if matches_where(where, row["metadata"])]
 
     def set_metadata(
         self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None

@@ -1,25 +1,41 @@
 """Sessions of the inspector: a random id in an ``HttpOnly`` cookie, the token never stored.
 
 A session is made by a login that gave the server's bearer token (or, on a
-server without a token, by any login); it holds its scope, fixed at login, and
-the CSRF token every state-changing request must send back. Sessions live in
-the server's memory: a restart logs everyone out.
+server without a token, by any login); it holds its scope and the CSRF token
+every state-changing request must send back. Its scope is fixed at login, unless
+the login named none on a server that lets requests choose their scope: such a
+session may list every scope and switch between them (``all_scopes``). Sessions
+live in the server's memory: a restart logs everyone out.
+
+Failed logins are limited per client address (:class:`LoginLimiter`): after
+:data:`MAX_FAILED_LOGINS` wrong tokens within :data:`FAILED_LOGIN_WINDOW_SECONDS`,
+the address gets 429 until the oldest of them is that old.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-__all__ = ["Session", "SessionStore"]
+__all__ = ["LoginLimiter", "Session", "SessionStore"]
 
 SESSION_TTL_SECONDS = 8 * 3600.0
 """How long a session lasts without a request."""
 
 MAX_SESSIONS = 1024
 """Sessions kept at once; the least recently used goes first."""
+
+MAX_FAILED_LOGINS = 10
+"""Failed logins a client address may make within :data:`FAILED_LOGIN_WINDOW_SECONDS`."""
+
+FAILED_LOGIN_WINDOW_SECONDS = 60.0
+"""The window the failed logins of an address are counted in."""
+
+MAX_LOGIN_CLIENTS = 4096
+"""Client addresses whose failed logins are remembered; the least recent goes first."""
 
 
 @dataclass
@@ -29,6 +45,9 @@ class Session:
     id: str
     scope: str | None
     """The ``user_id`` the session acts in; None: the server's configured scope."""
+    all_scopes: bool = False
+    """Whether the session may list every scope and switch to any of them (a login that
+    named no scope, by header or form, on a server with ``allow_request_scope``)."""
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     """The token every form and htmx request that changes something sends back."""
     expires: float = 0.0
@@ -42,9 +61,9 @@ class SessionStore:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, Session] = OrderedDict()
 
-    def create(self, scope: str | None) -> Session:
-        """A new session in ``scope``."""
-        session = Session(id=secrets.token_urlsafe(32), scope=scope)
+    def create(self, scope: str | None, *, all_scopes: bool = False) -> Session:
+        """A new session in ``scope`` (that may switch to any scope with ``all_scopes``)."""
+        session = Session(id=secrets.token_urlsafe(32), scope=scope, all_scopes=all_scopes)
         session.expires = time.monotonic() + self.ttl
         self._sessions[session.id] = session
         while len(self._sessions) > self.max_sessions:
@@ -70,3 +89,60 @@ class SessionStore:
         """End a session (logout)."""
         if session_id:
             self._sessions.pop(session_id, None)
+
+
+class LoginLimiter:
+    """Failed logins by client address, in a sliding window: too many and logins wait.
+
+    Example:
+        ```python
+        from cogito_lc.service.ui._sessions import LoginLimiter
+
+        limiter = LoginLimiter(max_failures=2, window=60.0)
+        limiter.failed("10.0.0.7")
+        assert limiter.retry_after("10.0.0.7") is None
+        limiter.failed("10.0.0.7")
+        assert 0 < (limiter.retry_after("10.0.0.7") or 0) <= 60
+        assert limiter.retry_after("10.0.0.8") is None
+        ```
+    """
+
+    def __init__(
+        self,
+        max_failures: int = MAX_FAILED_LOGINS,
+        window: float = FAILED_LOGIN_WINDOW_SECONDS,
+        max_clients: int = MAX_LOGIN_CLIENTS,
+    ) -> None:
+        self.max_failures = max_failures
+        self.window = window
+        self.max_clients = max_clients
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def _recent(self, client: str, now: float) -> deque[float] | None:
+        failures = self._failures.get(client)
+        if failures is None:
+            return None
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+        if not failures:
+            del self._failures[client]
+            return None
+        return failures
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds ``client`` must wait before its next login, or None: it may log in now."""
+        now = time.monotonic()
+        failures = self._recent(client, now)
+        if failures is None or len(failures) < self.max_failures:
+            return None
+        return max(1, math.ceil(failures[0] + self.window - now))
+
+    def failed(self, client: str) -> None:
+        """Count a failed login of ``client``."""
+        now = time.monotonic()
+        failures = self._recent(client, now) or deque(maxlen=self.max_failures)
+        failures.append(now)
+        self._failures[client] = failures
+        self._failures.move_to_end(client)
+        while len(self._failures) > self.max_clients:
+            self._failures.popitem(last=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -20,16 +20,22 @@ from langchain_core.documents import Document
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.versions import is_superseded
+from cogito_lc.memory.memory_store import MemoryStore
+from cogito_lc.memory.scope import Scope
 from cogito_lc.service._service import MemoryService, ScopeView
 from cogito_lc.service.config import CogitoSettings
+from cogito_lc.stores.adapters import adapter_for
 from cogito_lc.stores.lexical_sync import lexical_sync_for
 
 __all__ = [
     "Listing",
     "MemoryRow",
     "Recall",
+    "ScopeListing",
+    "ScopeRow",
     "health",
     "list_memories",
+    "list_scopes",
     "memory_detail",
     "parse_instant",
     "recall_explained",
@@ -40,6 +46,9 @@ PAGE_SIZE = 50
 
 _READ_BATCH = 500
 """Memories one read of a filtered listing takes."""
+
+MAX_SCOPES_SHOWN = 200
+"""Scopes the Scopes view lists at most (the first by ``user_id``); it counts the others."""
 
 
 @dataclass
@@ -78,6 +87,35 @@ class Recall:
     subqueries: list[str]
     hits: list[dict[str, Any]] = field(default_factory=list)
     subquery_vectors: str = ""
+
+
+@dataclass
+class ScopeRow:
+    """One scope (a ``user_id``) of the Scopes view."""
+
+    user_id: str
+    count: int
+    """Memories in the scope, every version."""
+    current: bool
+    """Whether the session acts in it."""
+    openable: bool
+    """Whether a session can switch to it (a valid ``user_id``, as a login takes)."""
+
+
+@dataclass
+class ScopeListing:
+    """The scopes of the store a session may see, with their memory counts."""
+
+    rows: list[ScopeRow]
+    scopes: int
+    """Scopes in all (``rows`` holds at most :data:`MAX_SCOPES_SHOWN`)."""
+    memories: int
+    """Memories in all of them."""
+
+    @property
+    def more(self) -> int:
+        """Scopes not listed."""
+        return self.scopes - len(self.rows)
 
 
 def _text(value: Any) -> str:
@@ -183,6 +221,33 @@ def list_memories(
     return Listing([_row(doc) for _, doc in chosen], len(kept), page, pages, count)
 
 
+def list_scopes(
+    memory: MemoryStore,
+    current: str,
+    openable: Callable[[str], bool],
+    limit: int | None = None,
+) -> ScopeListing:
+    """Every ``user_id`` scope the service can open on ``memory``'s store, with its memories.
+
+    A scope the service opens is ``memory``'s scope with another ``user_id``
+    (:meth:`MemoryService.view <cogito_lc.service._service.MemoryService.view>`),
+    so the store's memories matching the rest of that scope are counted by
+    ``user_id``, in the store (:meth:`~cogito_lc.stores.base.StoreAdapter.scope_counts`);
+    memories without a ``user_id`` are in none. The first ``limit`` scopes by
+    ``user_id`` (default :data:`MAX_SCOPES_SHOWN`) are listed, the others only counted.
+    """
+    limit = MAX_SCOPES_SHOWN if limit is None else limit
+    rest = Scope(**{key: value for key, value in memory.scope.items() if key != "user_id"})
+    counted = adapter_for(memory.vectorstore).scope_counts(["user_id"], rest.where(), limit=limit)
+    rows = [
+        ScopeRow(
+            user_id=user_id, count=count, current=user_id == current, openable=openable(user_id)
+        )
+        for (user_id,), count in counted.counts.items()
+    ]
+    return ScopeListing(rows=rows, scopes=counted.scopes, memories=counted.documents)
+
+
 def memory_detail(
     service: MemoryService, view: ScopeView, memory_id: str
 ) -> tuple[MemoryRow, list[tuple[str, str]], list[MemoryRow], str | None]:
@@ -266,6 +331,8 @@ def health(service: MemoryService, settings: CogitoSettings, view: ScopeView) ->
         kind = "Chroma server" if settings.chroma_host else "embedded Chroma"
     elif "PG" in store or "Postgres" in store:
         kind = "Postgres (pgvector)"
+    elif "Qdrant" in store:
+        kind = "Qdrant server" if settings.qdrant_url else "embedded Qdrant"
     else:
         kind = store
     snapshot = service.snapshot(view)

@@ -5,11 +5,25 @@ memory's text and metadata reach the browser as text. The only script is the
 vendored htmx (``static/vendor/htmx``), loaded from the server itself; the
 Content-Security-Policy allows no other script, no inline script and no inline
 style. The bearer token is sent once, to the login form; the browser keeps a
-random session id in an ``HttpOnly``, ``SameSite=Strict`` cookie. Every POST
-carries the session's CSRF token (a hidden field or ``X-CSRF-Token``) and gets
-403 without it. A session acts in one scope, fixed at login by the same rules as
-the API's requests (the configured ``user_id``; with ``allow_request_scope``, the
-``X-Cogito-User`` header of a gateway or the scope typed at login).
+random session id in an ``HttpOnly``, ``SameSite=Strict`` cookie, marked
+``Secure`` when the request came over https (``request.url.scheme``: the server
+trusts no ``X-Forwarded-Proto``, so behind a proxy that ends TLS the cookie is
+not marked; serve such a proxy's users over https only). Every POST carries the
+session's CSRF token (a hidden field or ``X-CSRF-Token``) and gets 403 without
+it. A client address that sent :data:`~cogito_lc.service.ui._sessions.MAX_FAILED_LOGINS`
+wrong tokens within a minute gets 429 with ``Retry-After`` for its next logins
+(behind a proxy every client shares the proxy's address, and its limit).
+
+A session acts in one scope at a time, chosen at login by the same rules as the
+API's requests: the configured ``user_id``; with ``allow_request_scope``, the
+``X-Cogito-User`` header of a gateway or the scope typed at login. Such a
+session is bound to that scope and its Scopes view shows it alone. A login that
+names no scope on a server with ``allow_request_scope`` may act in any scope, as
+the token may through the API: its Scopes view lists every ``user_id`` of the
+store with its memory count (the first
+:data:`~cogito_lc.service.ui._views.MAX_SCOPES_SHOWN`, by ``user_id``, and how many
+more), and choosing one switches the session to it. A request carrying
+``X-Cogito-User`` (a gateway) is always confined to the session's current scope.
 """
 
 from __future__ import annotations
@@ -34,10 +48,11 @@ from cogito_lc.service._guard import same_secret, token_matches
 from cogito_lc.service._schemas import ID_MAX_CHARS, USER_PATTERN
 from cogito_lc.service._service import MemoryService, ScopeView
 from cogito_lc.service.config import CogitoSettings
-from cogito_lc.service.ui._sessions import Session, SessionStore
+from cogito_lc.service.ui._sessions import LoginLimiter, Session, SessionStore
 from cogito_lc.service.ui._views import health as health_of
 from cogito_lc.service.ui._views import (
     list_memories,
+    list_scopes,
     memory_detail,
     parse_instant,
     recall_explained,
@@ -132,6 +147,7 @@ class _Inspector:
         self.settings = settings
         self.token = token
         self.sessions = SessionStore()
+        self.logins = LoginLimiter()
         self.templates = _environment()
         self.two_stage = service.options.filter_llm is not None
 
@@ -185,6 +201,18 @@ class _Inspector:
     def view(self, session: Session) -> ScopeView:
         return self.service.view(session.scope)
 
+    def current_scope(self, session: Session) -> str:
+        """The ``user_id`` the session acts in now."""
+        return session.scope or self.settings.user_id
+
+    def sees_all_scopes(self, request: Request, session: Session) -> bool:
+        """Whether this request of the session may list and switch scopes (no gateway scope)."""
+        return (
+            session.all_scopes
+            and self.settings.allow_request_scope
+            and _SCOPE_HEADER not in request.headers
+        )
+
     async def form(self, request: Request) -> dict[str, str]:
         content_type = request.headers.get("content-type", "").partition(";")[0].strip()
         if content_type != "application/x-www-form-urlencoded":
@@ -214,13 +242,18 @@ class _Inspector:
         if header and typed and header != typed:
             raise HTTPException(403, "the gateway's scope and the typed scope differ")
         scope = header or typed or None
-        if scope is not None and (len(scope) > ID_MAX_CHARS or not _is_user_id(scope)):
+        if scope is not None and not _is_user_id(scope):
             raise HTTPException(422, "the scope is not a valid user_id")
         return scope
 
 
 def _is_user_id(value: str) -> bool:
-    return re.fullmatch(USER_PATTERN, value) is not None
+    return len(value) <= ID_MAX_CHARS and re.fullmatch(USER_PATTERN, value) is not None
+
+
+def _client(request: Request) -> str:
+    """The address failed logins are counted by (the peer: no forwarded header is trusted)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 def _same_origin(request: Request) -> bool:
@@ -233,6 +266,7 @@ def _same_origin(request: Request) -> bool:
 
 
 def _cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
+    """Set an inspector cookie: ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over https."""
     response.set_cookie(
         name,
         value,
@@ -241,6 +275,12 @@ def _cookie(response: Response, request: Request, name: str, value: str, max_age
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
+    )
+
+
+def _drop_cookie(response: Response, request: Request, name: str) -> None:
+    response.delete_cookie(
+        name, path=PREFIX, httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
 
 
@@ -314,6 +354,15 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
 
     @router.post("/login")
     async def login(request: Request) -> Response:
+        client = _client(request)
+        wait = inspector.logins.retry_after(client)
+        if wait is not None:
+            logger.warning("inspector logins refused for %ss: too many wrong tokens", wait)
+            refused = await inspector.error(
+                request, None, 429, f"too many failed logins; retry in {wait} s"
+            )
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         form = await inspector.form(request)
         nonce = request.cookies.get(LOGIN_COOKIE)
         if nonce is None or not same_secret(form.get("nonce"), nonce):
@@ -322,12 +371,14 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
             f"Bearer {form.get('token', '')}", inspector.token
         ):
             logger.warning("inspector login with a wrong token")
+            inspector.logins.failed(client)
             return await inspector.error(request, None, 401, "wrong token")
         scope = inspector.login_scope(request, form.get("scope", ""))
-        session = inspector.sessions.create(scope)
+        all_scopes = scope is None and inspector.settings.allow_request_scope
+        session = inspector.sessions.create(scope, all_scopes=all_scopes)
         response = RedirectResponse(f"{PREFIX}/scopes", status_code=303)
         _cookie(response, request, SESSION_COOKIE, session.id, int(inspector.sessions.ttl))
-        response.delete_cookie(LOGIN_COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        _drop_cookie(response, request, LOGIN_COOKIE)
         return response
 
     @router.post("/logout")
@@ -336,12 +387,18 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         await inspector.checked_form(request, session)
         inspector.sessions.drop(session.id)
         response = RedirectResponse(f"{PREFIX}/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        _drop_cookie(response, request, SESSION_COOKIE)
         return response
 
     @router.get("/scopes")
     async def scopes(request: Request) -> Response:
         session = inspector.session(request)
+        current = inspector.current_scope(session)
+        if inspector.sees_all_scopes(request, session):
+            listing = await service.read(list_scopes, service.memory, current, _is_user_id)
+            return await inspector.page(
+                request, "scopes.html", session, listing=listing, request_scopes=True
+            )
         count = await service.read(service.count, inspector.view(session))
         return await inspector.page(
             request,
@@ -350,6 +407,18 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
             count=count,
             request_scopes=inspector.settings.allow_request_scope,
         )
+
+    @router.post("/scopes")
+    async def switch_scope(request: Request) -> Response:
+        session = inspector.session(request)
+        form = await inspector.checked_form(request, session)
+        if not inspector.sees_all_scopes(request, session):
+            raise HTTPException(403, "this session is bound to its scope; log in to another")
+        user_id = form.get("user_id", "").strip()
+        if not _is_user_id(user_id):
+            raise HTTPException(422, "the scope is not a valid user_id")
+        session.scope = user_id
+        return RedirectResponse(f"{PREFIX}/memories", status_code=303)
 
     @router.get("/memories")
     async def memories(request: Request) -> Response:

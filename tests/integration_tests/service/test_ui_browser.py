@@ -313,3 +313,34 @@ def test_logout_ends_the_session(browser: Any, service: ServiceProcess, ids: Any
     page.goto(f"{service.base_url}/ui/scopes")
     assert page.url.endswith("/ui/login")
     page.context.close()
+
+
+def test_a_login_without_a_scope_lists_every_scope_and_opens_one(
+    browser: Any, alice: Watched, service: ServiceProcess, ids: dict[str, str]
+) -> None:
+    totals: dict[str, int] = {}
+    for user in ("alice", "bob"):
+        with service.client(user=user) as client:
+            totals[user] = client.get("/memories").json()["total"]
+    watched = _login(browser, service, "")
+    page = watched.page
+    rows = {
+        row.locator("td").first.locator("button").inner_text().strip(): int(
+            row.locator("td.num").inner_text()
+        )
+        for row in page.locator("#scopes tr.scope").all()
+    }
+    assert rows == totals  # the configured scope holds nothing: not listed
+    page.click("#scopes button[value=bob]")
+    page.wait_for_url("**/ui/memories")
+    assert page.inner_text("#current-scope") == "bob"
+    listing = page.inner_text("#memories")
+    assert BOB_SECRET in listing
+    assert BILLING not in listing
+    _shot(page, "scopes-all")
+    page.context.close()
+    # A session bound to alice still lists alice alone, with no switch.
+    alice.page.goto(f"{service.base_url}/ui/scopes")
+    assert alice.page.locator("#scopes tbody tr").count() == 1
+    assert alice.page.locator("#scopes button").count() == 0
+    assert "bob" not in alice.page.inner_text("#scopes")

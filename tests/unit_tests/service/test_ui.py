@@ -21,6 +21,9 @@ from cogito_lc.service import server
 from cogito_lc.service.config import CogitoSettings
 from cogito_lc.service.server import create_app
 from cogito_lc.service.ui import CONTENT_SECURITY_POLICY
+from cogito_lc.service.ui import _sessions as sessions_module
+from cogito_lc.service.ui import _views as ui_views
+from cogito_lc.service.ui._sessions import MAX_FAILED_LOGINS, LoginLimiter
 
 TOKEN = "unit-inspector-token"  # noqa: S105 - a test value
 
@@ -175,3 +178,145 @@ def test_explained_recall_reports_the_runs_that_found_each_memory(memory: Memory
     assert docs[0].page_content == "billing runs on port 8083"
     assert {"run": "vector", "subquery": 0, "rank": 1} in first
     assert any(run["run"] == "lexical" for run in first)
+
+
+def _scope_rows(html: str) -> dict[str, int]:
+    """The Scopes view's rows: memory count by user_id."""
+    table = html[html.index('id="scopes"') : html.index("</table>")]
+    found = re.findall(
+        r'<tr class="scope[^"]*">.*?(?:<button[^>]*>|<span class="muted">)([^<]+)<.*?'
+        r'<td class="num">(\d+)</td>',
+        table,
+        re.DOTALL,
+    )
+    return {user: int(count) for user, count in found}
+
+
+def _store_three_scopes(memory: MemoryStore) -> None:
+    memory.store("the agent's own note")
+    for text in ("alice likes tea", "alice runs on tuesdays"):
+        memory.scoped({"user_id": "alice"}).store(text)
+    memory.scoped({"user_id": "bob"}).store("bob's secret is 4242")
+
+
+def test_a_login_without_a_scope_lists_every_scope_and_opens_one(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    _store_three_scopes(memory)
+    _login(client, token=TOKEN)
+    html = client.get("/ui/scopes").text
+    assert _scope_rows(html) == {"agent": 1, "alice": 2, "bob": 1}
+    assert "4 memories in all" in html
+    csrf = _csrf(client, "/ui/scopes")
+    assert client.post("/ui/scopes", data={"user_id": "bob"}).status_code == 403  # no CSRF
+    chosen = client.post(
+        "/ui/scopes", data={"user_id": "bob", "csrf_token": csrf}, follow_redirects=False
+    )
+    assert chosen.status_code == 303
+    assert chosen.headers["location"] == "/ui/memories"
+    listing = client.get("/ui/memories").text
+    assert "4242" in listing
+    assert "alice likes tea" not in listing
+    assert '<code id="current-scope">bob</code>' in listing
+    bad = client.post("/ui/scopes", data={"user_id": "not a user!", "csrf_token": csrf})
+    assert bad.status_code == 422
+    # A gateway's scope header confines even this session to its current scope.
+    gated = client.get("/ui/scopes", headers={"X-Cogito-User": "bob"})
+    assert _scope_rows(gated.text) == {}
+    assert "alice" not in gated.text
+    switch = client.post(
+        "/ui/scopes",
+        data={"user_id": "alice", "csrf_token": csrf},
+        headers={"X-Cogito-User": "bob"},
+    )
+    assert switch.status_code == 403
+
+
+def test_a_session_bound_to_a_scope_lists_only_that_scope(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    _store_three_scopes(memory)
+    _login(client, token=TOKEN, scope="alice")
+    html = client.get("/ui/scopes").text
+    assert "bob" not in html
+    assert "agent" not in html.replace("user-agent", "")
+    assert re.search(r'<a href="/ui/memories">alice</a></td><td class="num">2</td>', html)
+    csrf = _csrf(client, "/ui/scopes")
+    refused = client.post("/ui/scopes", data={"user_id": "bob", "csrf_token": csrf})
+    assert refused.status_code == 403
+    assert "4242" not in client.get("/ui/memories").text
+
+
+def test_a_server_without_request_scopes_lists_its_one_scope(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    _store_three_scopes(memory)
+    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+        _login(client, token=TOKEN)
+        html = client.get("/ui/scopes").text
+        assert "alice" not in html
+        assert "bob" not in html
+        assert re.search(r'<a href="/ui/memories">agent</a></td><td class="num">1</td>', html)
+        csrf = _csrf(client, "/ui/scopes")
+        assert (
+            client.post("/ui/scopes", data={"user_id": "bob", "csrf_token": csrf}).status_code
+            == 403
+        )
+
+
+def test_the_scopes_listed_are_capped_and_the_rest_counted(
+    client: TestClient, memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ui_views, "MAX_SCOPES_SHOWN", 2)
+    _store_three_scopes(memory)
+    memory.scoped({"user_id": "carol"}).store("carol's note")
+    _login(client, token=TOKEN)
+    html = client.get("/ui/scopes").text
+    assert _scope_rows(html) == {"agent": 1, "alice": 2}
+    assert re.search(r'id="more-scopes">and 2 more scopes', html)
+
+
+def test_failed_logins_are_limited_per_client(client: TestClient) -> None:
+    wrong = "wrong-token-wrong-token"
+    for _ in range(MAX_FAILED_LOGINS):
+        assert _login(client, token=wrong).status_code == 401
+    limited = _login(client, token=TOKEN)  # even the right token waits
+    assert limited.status_code == 429
+    assert 0 < int(limited.headers["retry-after"]) <= 60
+    assert "too many failed logins" in limited.text
+
+
+def test_the_login_limiter_forgets_failures_after_its_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(sessions_module.time, "monotonic", lambda: now[0])
+    limiter = LoginLimiter(max_failures=2, window=60.0, max_clients=2)
+    limiter.failed("a")
+    now[0] += 30
+    limiter.failed("a")
+    assert limiter.retry_after("a") == 30
+    now[0] += 30
+    assert limiter.retry_after("a") is None  # the first failure is a minute old
+    limiter.failed("b")
+    limiter.failed("c")  # over max_clients: the least recent address is forgotten
+    limiter.failed("a")
+    assert "b" not in limiter._failures
+
+
+def test_cookies_are_secure_over_https_only(tmp_path: Path, memory: MemoryStore) -> None:
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="https://testserver") as secure:
+        assert "secure" in _login(secure, token=TOKEN).headers["set-cookie"].lower()
+    with TestClient(app) as plain:
+        assert "secure" not in _login(plain, token=TOKEN).headers["set-cookie"].lower()
+
+
+def test_a_wrong_method_on_the_inspector_names_the_allowed_ones(client: TestClient) -> None:
+    answer = client.delete("/ui/login")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "GET, POST"
+    assert client.put("/ui/scopes").headers["allow"] == "GET, POST"
+    assert client.post("/ui/static/inspector.css").headers["allow"] == "GET, HEAD"
+    api = client.put("/memories/x", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert api.headers["allow"] == "DELETE, GET"
