@@ -18,6 +18,10 @@ upstream server that did not answer 502, a store failure 503. Anything else is a
 bug (requests are validated before they reach the store): it is logged with its
 traceback and answered 500 without details.
 
+A database or Chroma server that stops answering opens its circuit breaker
+(:mod:`cogito_lc.service._dependencies`): until a background probe finds it back,
+every request is answered 503 with ``Retry-After`` at once, naming it.
+
 With a supersession judge (``ServiceOptions.judge``, built from the extraction
 model), ``add`` and ``flush`` supersede by default: the memories a new one
 replaces stay stored, marked, and reads leave them out unless asked
@@ -48,6 +52,7 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
+from cogito_lc._core.breaker import CircuitOpenError
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.transport import TRANSPORT_ERROR_NAMES, exception_chain
 from cogito_lc._core.versions import check_as_of, is_superseded, version_filter
@@ -59,6 +64,14 @@ from cogito_lc.memory.memory_store import (
     MemoryStore,
 )
 from cogito_lc.service._batch import PendingStore, StoreBatcher, check_pending, id_conflict
+from cogito_lc.service._dependencies import (
+    CHROMA,
+    DATABASE,
+    Dependency,
+    dependencies_of,
+    is_chroma_down,
+    is_database_down,
+)
 from cogito_lc.service._schemas import MemoryHit, finite
 
 if TYPE_CHECKING:
@@ -157,19 +170,22 @@ def _is_upstream_failure(exc: BaseException) -> bool:
     return False
 
 
-_DATABASE_DOWN = frozenset(
-    {"DatabaseUnavailableError", "OperationalError", "PoolTimeout", "InterfaceError"}
-)
+RETRY_AFTER = "2"
+"""Seconds a client is told to wait (``Retry-After``) when a dependency is unavailable."""
 
 
-def _is_database_down(exc: BaseException) -> bool:
-    """A Postgres that stopped answering (restart, network cut): the next try may work."""
+def unavailable(name: str) -> HTTPException:
+    """The 503 answered while the dependency ``name`` is unavailable, naming it."""
+    return HTTPException(
+        503, f"the {name} is unavailable; retry shortly", headers={"Retry-After": RETRY_AFTER}
+    )
+
+
+def _open_breaker(exc: BaseException) -> str | None:
     for item in exception_chain(exc):
-        module = type(item).__module__
-        postgres = module.startswith(("psycopg", "sqlalchemy", "cogito_lc.stores.postgres"))
-        if postgres and type(item).__name__ in _DATABASE_DOWN:
-            return True
-    return False
+        if isinstance(item, CircuitOpenError):
+            return item.name
+    return None
 
 
 def _is_store_failure(exc: BaseException) -> bool:
@@ -196,17 +212,27 @@ def as_of_errors(as_of: str | None, location: str = "body") -> Iterator[None]:
         raise RequestValidationError([error]) from exc
 
 
+def _dependency_down(exc: Exception) -> str | None:
+    """The name of the dependency ``exc`` shows unavailable (retry shortly), else None."""
+    name = _open_breaker(exc)
+    if name is not None:
+        return name
+    for name, is_down in ((DATABASE, is_database_down), (CHROMA, is_chroma_down)):
+        if is_down(exc):
+            logger.warning("%s unavailable: %s", name, type(exc).__name__)
+            return name
+    return None
+
+
 def http_error_for(exc: Exception) -> HTTPException | None:
     """The HTTP error an exception from the memory layer becomes, or None (a bug: 500)."""
     if isinstance(exc, HTTPException):
         return exc
     if isinstance(exc, MemoryNotFoundError):
         return HTTPException(404, "no memory with this id in this scope")
-    if _is_database_down(exc):
-        logger.warning("database unavailable: %s", type(exc).__name__)
-        return HTTPException(
-            503, "the database is unavailable; retry shortly", headers={"Retry-After": "2"}
-        )
+    down = _dependency_down(exc)
+    if down is not None:
+        return unavailable(down)
     if _is_upstream_failure(exc):
         logger.warning("upstream failure: %s: %s", type(exc).__name__, exc)
         return HTTPException(502, "an upstream model or store server did not answer; retry later")
@@ -251,14 +277,39 @@ class MemoryService:
         self._views: OrderedDict[str, ScopeView] = OrderedDict()
         self._default = ScopeView(memory)
         self._lock = threading.Lock()
+        self.dependencies: list[Dependency] = dependencies_of(memory.vectorstore)
+        """The servers the store needs (database, Chroma server), each with its breaker."""
 
     # -- running --------------------------------------------------------------
 
+    def check_dependencies(self) -> None:
+        """Return if every dependency is available.
+
+        Raises:
+            HTTPException: 503 with ``Retry-After``, naming the first one that is not.
+        """
+        for dependency in self.dependencies:
+            if dependency.breaker.is_open:
+                raise unavailable(dependency.name)
+
+    def error_for(self, exc: Exception) -> HTTPException | None:
+        """:func:`http_error_for`, after opening the breaker of a dependency ``exc`` shows away."""
+        for dependency in self.dependencies:
+            dependency.note(exc)
+        return http_error_for(exc)
+
+    def close(self) -> None:
+        """Stop probing the dependencies whose breakers the service made."""
+        for dependency in self.dependencies:
+            if dependency.owned:
+                dependency.breaker.stop()
+
     async def _run(self, lane: CapacityLimiter, func: Callable[..., T], *args: Any) -> T:
+        self.check_dependencies()
         try:
             return await anyio.to_thread.run_sync(partial(func, *args), limiter=lane)
         except Exception as exc:
-            error = http_error_for(exc)
+            error = self.error_for(exc)
             if error is None:
                 raise
             raise error from exc
@@ -462,6 +513,7 @@ class MemoryService:
         """
         from cogito_lc.retrievers.cogito_retriever import CANDIDATES_EVENT, RETRIEVAL_EVENT
 
+        self.check_dependencies()
         with as_of_errors(as_of):
             retriever = self._two_stage(view, as_of, include_superseded)
         events = _EventQueue({CANDIDATES_EVENT, RETRIEVAL_EVENT})
@@ -481,7 +533,7 @@ class MemoryService:
                 if as_of is not None and isinstance(exc, ValueError) and "as_of" in str(exc):
                     yield "error", {"status": 422, "detail": f"as_of: {exc}"}
                     return
-                error = http_error_for(exc)
+                error = self.error_for(exc)
                 if error is None:
                     logger.exception("streamed recall failed")
                     error = HTTPException(500, "internal server error")
@@ -602,12 +654,13 @@ class MemoryService:
             return await self.write(
                 self.store_superseding, view, text, memory_id, metadata, supersedes
             )
+        self.check_dependencies()  # fail fast instead of queueing behind a failing batch
         try:
             return await self.batcher.submit(PendingStore(view.memory, text, memory_id, metadata))
         except HTTPException:
             raise
         except Exception as exc:
-            error = http_error_for(exc)
+            error = self.error_for(exc)
             if error is None:
                 raise
             raise error from exc

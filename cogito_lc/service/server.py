@@ -613,7 +613,11 @@ def _health_router(service: MemoryService) -> APIRouter:
 
     @router.get("/health", response_model=HealthResponse, responses=_responses(auth=False))
     async def health() -> HealthResponse:
-        """Liveness and the configured scope's state; needs no token."""
+        """Liveness and the configured scope's state; needs no token.
+
+        503 with ``Retry-After`` while the database or Chroma server is unavailable,
+        naming it (``"the database is unavailable; retry shortly"``).
+        """
         view = service.view(None)
         count = await service.read(service.count, view)
         snapshot = await service.read(service.snapshot, view)
@@ -657,29 +661,39 @@ def memory_service(settings: CogitoSettings, memory: MemoryStore | None = None) 
     return MemoryService(memory, _options(settings))
 
 
-def _lifespan(memory: MemoryStore) -> Callable[[FastAPI], Any]:
+def _lifespan(service: MemoryService) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        embeddings = memory.vectorstore.embeddings
-        if embeddings is not None:  # load the model before the first request, if it answers
-            try:
-                await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
-            except Exception as exc:  # requests report it as 502/503
-                logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
-        sync = lexical_sync_for(memory.vectorstore)
-        if sync is not None:  # the lexical index's start-up and in-memory postings
-            try:
-                await anyio.to_thread.run_sync(sync.warm_up)
-            except Exception as exc:  # the first recall tries again and reports it
-                logger.warning("lexical warm-up failed (%s); serving anyway", type(exc).__name__)
-        mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
-        if mcp_endpoint is None:
-            yield
-            return
-        async with mcp_endpoint.running():
-            yield
+        try:
+            async with _serving(app, service.memory):
+                yield
+        finally:
+            service.close()  # stop probing the dependencies
 
     return lifespan
+
+
+@asynccontextmanager
+async def _serving(app: FastAPI, memory: MemoryStore) -> AsyncIterator[None]:
+    """Warm the models and indexes up, then serve (with the MCP endpoint, if mounted)."""
+    embeddings = memory.vectorstore.embeddings
+    if embeddings is not None:  # load the model before the first request, if it answers
+        try:
+            await anyio.to_thread.run_sync(embeddings.embed_query, "warm up")
+        except Exception as exc:  # requests report it as 502/503
+            logger.warning("embeddings warm-up failed (%s); serving anyway", type(exc).__name__)
+    sync = lexical_sync_for(memory.vectorstore)
+    if sync is not None:  # the lexical index's start-up and in-memory postings
+        try:
+            await anyio.to_thread.run_sync(sync.warm_up)
+        except Exception as exc:  # the first recall tries again and reports it
+            logger.warning("lexical warm-up failed (%s); serving anyway", type(exc).__name__)
+    mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
+    if mcp_endpoint is None:
+        yield
+        return
+    async with mcp_endpoint.running():
+        yield
 
 
 def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -> Any:
@@ -751,7 +765,7 @@ def create_app(
         title="cogito-lc memory service",
         version=__version__,
         summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
-        lifespan=_lifespan(service.memory),
+        lifespan=_lifespan(service),
         docs_url=None if auth else "/docs",
         redoc_url=None,
     )

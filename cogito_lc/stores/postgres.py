@@ -20,11 +20,13 @@ import json
 import logging
 import re
 import threading
+import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -33,6 +35,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from cogito_lc._core.breaker import CircuitBreaker
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import split_condition
 from cogito_lc._core.metadata import SCOPE_KEYS
@@ -41,11 +44,13 @@ from cogito_lc._core.where_sql import where_sql
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
+    ScopeCounts,
     ScoredDocument,
     StoreAdapter,
     StoredVectors,
     Vector,
     register_adapter,
+    scope_keys,
 )
 from cogito_lc.stores.postgres_bm25 import bm25_steps, check_bm25_statistics
 
@@ -80,6 +85,17 @@ can return fewer than k); one matching most of the table is searched through HNS
 
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SETTING = "database_url (COGITO_DATABASE_URL)"
+
+_WAIT_SLICE = 0.2
+"""Seconds a caller waits on the pool between two looks at the circuit breaker."""
+_KEEPALIVE = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 3,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
+"""TCP settings that notice a vanished server (no FIN: a network cut) in seconds, not minutes."""
 
 
 class DatabaseSetupError(RuntimeError):
@@ -141,10 +157,21 @@ def _quote(name: str) -> str:
 class PostgresDatabase:
     """A connection pool to one Postgres database with the ``vector`` extension.
 
+    The pool fails fast while the database is away: a connection that cannot be
+    made, or a connection lost mid-statement, opens :attr:`breaker`; callers then
+    get :class:`DatabaseUnavailableError` at once, while a background probe
+    reconnects every half second and, once the database answers, puts a fresh,
+    filled pool in place before closing the breaker (no restart, and no request
+    pays the reconnection).
+
     Args:
         url: A ``postgresql://`` URL (a ``+psycopg`` driver suffix is accepted).
         max_size: The most connections the pool opens.
-        timeout: Seconds to wait for a connection before giving up.
+        timeout: Seconds to connect, and to wait for a pooled connection, before
+            giving up (at least 2 s for connecting, as libpq).
+        statement_timeout: Seconds a statement may run before the server cancels
+            it (schema migrations and the start-up check of the BM25 counters
+            excepted); None: the server's setting.
 
     Raises:
         DatabaseSetupError: On an unreachable database, wrong credentials or a
@@ -152,26 +179,26 @@ class PostgresDatabase:
             message names the setting and the fix, never the password.
     """
 
-    def __init__(self, url: str, *, max_size: int = 8, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = 8,
+        timeout: float = 2.0,
+        statement_timeout: float | None = 30.0,
+    ) -> None:
         require_extra("postgres", "The Postgres store")
-        from psycopg_pool import ConnectionPool
 
         self._url = url
         self.safe_url = redact_url(url)
         """The URL with its password replaced by ``***``."""
         self.timeout = timeout
+        self.max_size = max_size
+        self.statement_timeout = statement_timeout
+        self.breaker = CircuitBreaker("database", self._recover)
+        """Open while the database is unavailable (see the class description)."""
         self._check_and_prepare()
-        self.pool = ConnectionPool(
-            _psycopg_url(url),
-            min_size=1,
-            max_size=max_size,
-            timeout=timeout,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))},
-            configure=_configure,
-            check=ConnectionPool.check_connection,
-            open=True,
-            name="cogito-lc",
-        )
+        self.pool = self._new_pool()
         self.vector_version = self._vector_version()
 
     def __repr__(self) -> str:
@@ -182,12 +209,59 @@ class PostgresDatabase:
         """The URL for SQLAlchemy (``postgresql+psycopg://``), password included."""
         return _sqlalchemy_url(self._url)
 
+    @property
+    def connect_timeout(self) -> int:
+        """Seconds to connect before giving up (libpq counts whole seconds, at least 2)."""
+        return max(2, round(self.timeout))
+
+    def _new_pool(self) -> Any:
+        from psycopg_pool import ConnectionPool
+
+        return ConnectionPool(
+            _psycopg_url(self._url),
+            min_size=1,
+            max_size=self.max_size,
+            timeout=self.timeout,
+            kwargs={"autocommit": True, "connect_timeout": self.connect_timeout, **_KEEPALIVE},
+            connection_class=_connection_class(self._connect_failed),
+            configure=partial(_configure, statement_timeout=self.statement_timeout),
+            check=ConnectionPool.check_connection,
+            open=True,
+            name="cogito-lc",
+        )
+
+    def _reason(self, error: Exception) -> str:
+        return _scrub(" ".join(str(error).split()), self._url) or type(error).__name__
+
+    def _connect_failed(self, error: Exception) -> None:
+        """A pool connection attempt failed: the database is away, fail fast from now on."""
+        self.breaker.trip(self._reason(error))
+
+    def _recover(self) -> None:
+        """The breaker's probe: raise while the database is away, else swap in a fresh pool."""
+        import psycopg
+
+        with psycopg.connect(
+            _psycopg_url(self._url), autocommit=True, connect_timeout=self.connect_timeout
+        ) as conn:
+            conn.execute("SELECT 1")
+        pool = self._new_pool()
+        try:
+            pool.wait(timeout=self.timeout)
+        except Exception:
+            pool.close()
+            raise
+        old, self.pool = self.pool, pool
+        # Connections still out of the old pool are closed when they come back.
+        threading.Thread(target=old.close, kwargs={"timeout": 5}, daemon=True).start()
+        logger.info("database %s answers again: the pool was refilled", self.safe_url)
+
     def _check_and_prepare(self) -> None:
         import psycopg
 
         try:
             conn = psycopg.connect(
-                _psycopg_url(self._url), autocommit=True, connect_timeout=max(1, int(self.timeout))
+                _psycopg_url(self._url), autocommit=True, connect_timeout=self.connect_timeout
             )
         except psycopg.Error as error:
             raise DatabaseSetupError(self._describe_connect(error)) from None
@@ -224,17 +298,51 @@ class PostgresDatabase:
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
-        """A pooled connection (autocommit); a lost database raises DatabaseUnavailableError."""
+        """A pooled connection (autocommit).
+
+        Raises:
+            DatabaseUnavailableError: At once while the breaker is open; else when
+                no connection comes within ``timeout`` or the database is lost
+                mid-statement (which opens the breaker).
+        """
+        import psycopg
+        from psycopg.errors import LockNotAvailable, QueryCanceled
+
+        pool, conn = self._getconn()
+        try:
+            with conn:
+                yield conn
+        except psycopg.OperationalError as error:
+            if not isinstance(error, (QueryCanceled, LockNotAvailable)):  # not an outage
+                self.breaker.trip(self._reason(error))
+            raise self._unavailable(error) from None
+        finally:
+            pool.putconn(conn)
+
+    def _getconn(self) -> tuple[Any, Any]:
+        """A connection and its pool, waiting in short slices so an opened breaker ends the wait."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        try:
-            with self.pool.connection() as conn:
-                yield conn
-        except (psycopg.OperationalError, PoolTimeout) as error:
-            reason = _scrub(" ".join(str(error).split()), self._url)
-            msg = f"the database at {self.safe_url} is not answering: {reason}"
-            raise DatabaseUnavailableError(msg) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.breaker.is_open:
+                raise self._unavailable(None)
+            pool = self.pool
+            wait = min(_WAIT_SLICE, deadline - time.monotonic())
+            try:
+                return pool, pool.getconn(timeout=max(wait, 0.01))
+            except PoolTimeout as error:
+                if time.monotonic() >= deadline:
+                    raise self._unavailable(error) from None
+            except psycopg.OperationalError as error:  # the pool was just replaced and closed
+                if pool is self.pool:
+                    raise self._unavailable(error) from None
+
+    def _unavailable(self, error: Exception | None) -> DatabaseUnavailableError:
+        reason = self.breaker.reason if error is None else self._reason(error)
+        msg = f"the database at {self.safe_url} is not answering: {reason}"
+        return DatabaseUnavailableError(msg)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -249,6 +357,7 @@ class PostgresDatabase:
         step once; the version reached is kept in ``cogito_schema``.
         """
         with self.transaction() as conn:
+            conn.execute("SET LOCAL statement_timeout = 0")  # an index build takes its time
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('cogito_lc_schema'))")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS cogito_schema "
@@ -273,14 +382,33 @@ class PostgresDatabase:
             )
 
     def close(self) -> None:
-        """Close the pool."""
+        """Stop probing and close the pool."""
+        self.breaker.stop()
         self.pool.close()
 
 
-def _configure(conn: Any) -> None:
+def _configure(conn: Any, *, statement_timeout: float | None) -> None:
     from pgvector.psycopg import register_vector  # type: ignore[import-untyped]
 
     register_vector(conn)
+    if statement_timeout is not None:
+        conn.execute(f"SET statement_timeout = {max(1, round(statement_timeout * 1000))}")
+
+
+def _connection_class(on_error: Callable[[Exception], None]) -> type[Any]:
+    """A connection class that reports each failed connection attempt to ``on_error``."""
+    import psycopg
+
+    class _Connection(psycopg.Connection[Any]):
+        @classmethod
+        def connect(cls, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().connect(*args, **kwargs)
+            except psycopg.OperationalError as error:
+                on_error(error)
+                raise
+
+    return _Connection
 
 
 def _memories_steps(table: str, dimension: int) -> list[str]:
@@ -353,8 +481,14 @@ def open_postgres_store(
     dimension = len(embeddings.embed_query("dimension probe"))
     database.migrate(f"memories:{collection}", _memories_steps(collection, dimension))
     with database.transaction() as conn:
+        conn.execute("SET LOCAL statement_timeout = 0")  # a rebuild reads the whole table
         check_bm25_statistics(conn, collection)
-    engine = PGEngine.from_connection_string(database.sqlalchemy_url, pool_pre_ping=True)
+    engine = PGEngine.from_connection_string(
+        database.sqlalchemy_url,
+        pool_pre_ping=True,
+        pool_timeout=database.timeout,
+        connect_args={"connect_timeout": database.connect_timeout},
+    )
     store = PGVectorStore.create_sync(
         engine,
         embeddings,
@@ -505,6 +639,31 @@ class PostgresAdapter(BatchedSearchAdapter):
                 params,
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def scope_counts(
+        self,
+        keys: Sequence[str],
+        where: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> ScopeCounts:
+        """Counted in one ``GROUP BY`` over the scope columns; only ``limit`` rows come back."""
+        names = scope_keys(keys, limit)
+        sql, params = where_to_sql(where)
+        columns = ", ".join(f'"{key}"' for key in names)
+        present = " AND ".join(f'"{key}" IS NOT NULL' for key in names)
+        order = ", ".join(f'"{key}" COLLATE "C"' for key in names)
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {columns}, count(*), count(*) OVER (), sum(count(*)) OVER () "  # noqa: S608
+                f"FROM {self.table} WHERE {present} AND {sql} GROUP BY {columns} "
+                f"ORDER BY {order} LIMIT %s",
+                [*params, None if limit is None else max(limit, 1)],
+            ).fetchall()
+        width = len(names)
+        counts = {tuple(row[:width]): int(row[width]) for row in rows[:limit]}
+        scopes, documents = (int(rows[0][width + 1]), int(rows[0][width + 2])) if rows else (0, 0)
+        return ScopeCounts(counts=counts, scopes=scopes, documents=documents)
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         sql, params = where_to_sql(where)

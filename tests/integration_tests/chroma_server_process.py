@@ -57,8 +57,15 @@ def _chroma_command() -> list[str]:
 def chroma_server(directory: Path) -> Iterator[ChromaServer]:
     """Run ``chroma run --path directory`` on 127.0.0.1 until the block ends."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = directory.parent / "chroma-server.log"
+    server = start_chroma_process(directory, free_port(), directory.parent / "chroma-server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def start_chroma_process(directory: Path, port: int, log_path: Path) -> ChromaServer:
+    """Start ``chroma run`` on ``directory`` at 127.0.0.1:``port`` and wait until it answers."""
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [
@@ -75,11 +82,8 @@ def chroma_server(directory: Path) -> Iterator[ChromaServer]:
             stderr=subprocess.STDOUT,
         )
     server = ChromaServer(process, "127.0.0.1", port, log_path)
-    try:
-        _wait_ready(server)
-        yield server
-    finally:
-        server.stop()
+    _wait_ready(server)
+    return server
 
 
 def _wait_ready(server: ChromaServer) -> None:

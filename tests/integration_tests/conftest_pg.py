@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +33,20 @@ def private_postgres() -> Iterator[Any]:
     finally:
         server.cleanup()
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def stop_postgres(pid: int | None) -> None:
+    """Fast shutdown of the postmaster (SIGINT), as an operator's restart does."""
+    assert pid is not None
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail("Postgres did not stop within 30 s")
 
 
 @pytest.fixture(scope="session")

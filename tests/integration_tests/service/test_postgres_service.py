@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration_tests.conftest_pg import private_postgres
+from tests.integration_tests.conftest_pg import private_postgres, stop_postgres
 from tests.integration_tests.service_process import ServiceProcess, start_service
 
 PASSWORD = "pg-s3cret-never-shown"  # noqa: S105 - a test credential
@@ -149,20 +148,6 @@ def test_a_database_that_cannot_be_used_is_one_line_and_exit_1(
     assert PASSWORD not in done.stderr + done.stdout
 
 
-def _stop(pid: int | None) -> None:
-    """Fast shutdown of the postmaster (SIGINT), as an operator's restart does."""
-    assert pid is not None
-    os.kill(pid, signal.SIGINT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    pytest.fail("Postgres did not stop within 30 s")
-
-
 def test_database_restart_gives_503_then_recovers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -174,7 +159,7 @@ def test_database_restart_gives_503_then_recovers(
         try:
             with service.client(timeout=30) as client:
                 assert client.post("/store", json={"text": "before the restart"}).status_code == 200
-                _stop(server.get_pid())
+                stop_postgres(server.get_pid())
                 question = {"text": "restart", "limit": 3}
                 down = [client.post("/query", json=question) for _ in range(3)]
                 assert {r.status_code for r in down} == {503}, [r.text for r in down]
