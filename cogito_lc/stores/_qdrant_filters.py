@@ -9,6 +9,7 @@ adapter checks every result against the ``where`` filter in code too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = ["QdrantFilter", "where_to_qdrant"]
 _RANGES = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 _OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *_RANGES})
 _SCALARS = (str, int, float, bool)
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def _node(where: Mapping[str, Any], prefix: str) -> tuple[Any, bool]:
             )
             raise ValueError(msg)
         else:
-            parts.append(_comparison(f"{prefix}.{key}", key, condition))
+            parts.append(_comparison(_field(prefix, key), key, condition))
     pushed = [found for found, _ in parts if found is not None]
     exact = all(exact for _, exact in parts)
     if not pushed:
@@ -92,7 +94,14 @@ def _joined(op: str, inner: list[tuple[Any, bool]]) -> tuple[Any, bool]:
     return models.Filter(should=pushed), exact
 
 
-def _comparison(field: str, key: str, condition: Any) -> tuple[Any, bool]:
+def _field(prefix: str, key: str) -> str | None:
+    """The payload path of a metadata key (quoted when it is not a plain name), or None."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{prefix}.{key}"
+    return None if '"' in key or "\\" in key else f'{prefix}."{key}"'
+
+
+def _comparison(field: str | None, key: str, condition: Any) -> tuple[Any, bool]:
     from qdrant_client import models
 
     op, operand = split_condition(key, condition, _OPERATORS)
@@ -101,6 +110,8 @@ def _comparison(field: str, key: str, condition: Any) -> tuple[Any, bool]:
         if not isinstance(value, _SCALARS):
             msg = f"filter value for {key!r} must be a str, int, float or bool, got {value!r}."
             raise ValueError(msg)  # noqa: TRY004 - bad filter data
+    if field is None:
+        return None, False  # a key no payload path can name: checked in code
     if op == "$eq":
         return _equal(field, operand), True
     if op == "$ne":

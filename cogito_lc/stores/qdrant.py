@@ -83,6 +83,11 @@ class _Sequence:
         self._last = 0
         self._lock = threading.Lock()
 
+    def seed(self, last: int) -> None:
+        """Never give a value at or below ``last`` (the highest a collection holds)."""
+        with self._lock:
+            self._last = max(self._last, last)
+
     def take(self, count: int) -> list[int]:
         with self._lock:
             start = max(self._last + 1, time.time_ns())
@@ -96,12 +101,14 @@ _SEQUENCE = _Sequence()
 def qdrant_store_class() -> type[VectorStore]:
     """:class:`CogitoQdrantVectorStore` (defined on first use: ``langchain-qdrant`` is an extra)."""
     global _STORE_CLASS  # noqa: PLW0603 - built once, on first use
-    if _STORE_CLASS is None:
-        _STORE_CLASS = _define_store_class()
-    return _STORE_CLASS
+    with _STORE_CLASS_LOCK:
+        if _STORE_CLASS is None:
+            _STORE_CLASS = _define_store_class()
+        return _STORE_CLASS
 
 
 _STORE_CLASS: type[VectorStore] | None = None
+_STORE_CLASS_LOCK = threading.Lock()
 
 
 def _define_store_class() -> type[VectorStore]:
@@ -269,20 +276,53 @@ def open_qdrant_store(
     return qdrant_store_class()(client=client, collection_name=collection, embedding=embeddings)  # type: ignore[call-arg]
 
 
+class _LockedClient:
+    """A local-mode ``QdrantClient`` called by one thread at a time.
+
+    Local mode keeps its points in Python structures and one SQLite connection
+    with no locks of its own: concurrent writes and reads corrupt it.
+    """
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._wrapped = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._wrapped, name)
+        if not callable(value):
+            return value
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return locked
+
+
+_LOCAL_CLIENTS: dict[str, _LockedClient] = {}
+_LOCAL_CLIENTS_LOCK = threading.Lock()
+
+
 def _client(path: str | Path | None, url: str | None, api_key: str | None) -> QdrantClient:
     from qdrant_client import QdrantClient
 
     if url is not None:
         return QdrantClient(url=url, api_key=api_key, timeout=5)
     if path is None:
-        return QdrantClient(location=":memory:")
-    Path(path).mkdir(parents=True, exist_ok=True)
-    client = QdrantClient(path=str(path))
+        return _LockedClient(QdrantClient(location=":memory:"))  # type: ignore[return-value]
+    directory = Path(path).resolve()
+    with _LOCAL_CLIENTS_LOCK:  # local mode locks its directory: one client per process
+        held = _LOCAL_CLIENTS.get(str(directory))
+        if held is not None and not held._client.closed:
+            return held  # type: ignore[return-value]
+        directory.mkdir(parents=True, exist_ok=True)
+        client = _LockedClient(QdrantClient(path=str(directory)))
+        _LOCAL_CLIENTS[str(directory)] = client
     atexit.register(_close, weakref.ref(client))  # before interpreter teardown breaks close()
-    return client
+    return client  # type: ignore[return-value]
 
 
-def _close(client: weakref.ref[QdrantClient]) -> None:
+def _close(client: weakref.ref[_LockedClient]) -> None:
     held = client()
     if held is not None:
         held.close()
@@ -292,17 +332,31 @@ def _ensure_collection(client: QdrantClient, collection: str, dimension: int) ->
     from qdrant_client import models
 
     if not client.collection_exists(collection):
-        client.create_collection(
-            collection,
-            vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
-        )
+        try:
+            client.create_collection(
+                collection,
+                vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+            )
+        except Exception:  # another replica made it first
+            if not client.collection_exists(collection):
+                raise
     else:
         _check_dimension(client, collection, dimension)
+        _SEQUENCE.seed(_highest_seq(client, collection))
     if is_local(client):
         return  # local mode scans its points; payload indexes do nothing there
     client.create_payload_index(collection, SEQ_KEY, models.PayloadSchemaType.INTEGER)
     for key in SCOPE_KEYS:
         client.create_payload_index(collection, f"metadata.{key}", models.PayloadSchemaType.KEYWORD)
+
+
+def _highest_seq(client: QdrantClient, collection: str) -> int:
+    from qdrant_client import models
+
+    points, _ = client.scroll(
+        collection, limit=1, order_by=models.OrderBy(key=SEQ_KEY, direction="desc")
+    )
+    return int((points[0].payload or {}).get(SEQ_KEY, 0)) if points else 0
 
 
 def _check_dimension(client: QdrantClient, collection: str, dimension: int) -> None:
@@ -396,6 +450,7 @@ class QdrantAdapter(BatchedSearchAdapter):
         from qdrant_client import models
 
         start: int | None = None
+        seen: set[Any] = set()  # points at ``start`` already given (another may share its value)
         while True:
             order = models.OrderBy(key=SEQ_KEY, direction=direction, start_from=start)
             points, _ = self.client.scroll(
@@ -405,20 +460,22 @@ class QdrantAdapter(BatchedSearchAdapter):
                 order_by=order,
                 with_payload=True,
             )
-            for point in points:
+            fresh = [point for point in points if point.id not in seen]
+            for point in fresh:
                 document = self._document(point)
                 if where.keeps(document):
                     yield document
-            if len(points) < _PAGE:
+            if len(points) < _PAGE or not fresh:
                 return
-            last = int((points[-1].payload or {}).get(SEQ_KEY, 0))
-            start = last + 1 if direction == "asc" else last - 1
+            start = _seq(points[-1])
+            seen = {point.id for point in points if _seq(point) == start}
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
         found = self._where(where)
         if not found.pushed.exact:
             return len(self.ids_in(where))
-        result = self.client.count(self.collection, count_filter=found.pushed.filter, exact=True)
+        ordered = _ordered_points(found.pushed.filter)  # as ids_in and page see them
+        result = self.client.count(self.collection, count_filter=ordered, exact=True)
         return int(result.count)
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
@@ -433,13 +490,24 @@ class QdrantAdapter(BatchedSearchAdapter):
             )
 
     def add_new(self, documents: Sequence[Document]) -> set[str]:
-        """Write the documents whose ids the collection does not hold; returns those ids."""
+        """Write the documents whose ids the collection does not hold; returns those ids.
+
+        Points are inserted only where none exists (``INSERT_ONLY``), so a
+        concurrent writer of the same id never overwrites the first one's point.
+        """
+        from qdrant_client import models
+
         held = set(
             self._retrieve([doc.id or "" for doc in documents], self._where(None), vectors=False)
         )
         new = [doc for doc in documents if doc.id not in held]
         if new:
-            self.store.add_documents(new, ids=[doc.id or "" for doc in new])
+            self.store.add_texts(
+                [doc.page_content for doc in new],
+                [dict(doc.metadata) for doc in new],
+                ids=[doc.id or "" for doc in new],
+                update_mode=models.UpdateMode.INSERT_ONLY,
+            )
         return {doc.id or "" for doc in new}
 
     def set_metadata(
@@ -448,18 +516,20 @@ class QdrantAdapter(BatchedSearchAdapter):
         """Set the keys in place (``set_payload``): no re-embedding, text untouched."""
         from qdrant_client import models
 
-        documents = self._merged(updates, where)
+        held = [doc.id or "" for doc in self.get(list(updates), where)]
         operations = [
             models.SetPayloadOperation(
                 set_payload=models.SetPayload(
-                    payload={self._metadata_key: doc.metadata}, points=[point_id(doc.id or "")]
+                    payload=dict(updates[doc_id]),
+                    key=self._metadata_key,  # merged into the metadata, other keys kept
+                    filter=models.Filter(must=[models.HasIdCondition(has_id=[point_id(doc_id)])]),
                 )
             )
-            for doc in documents
+            for doc_id in held
         ]
-        if operations:
+        if operations:  # a point deleted meanwhile matches no filter: skipped, no error
             self.client.batch_update_points(self.collection, operations, wait=True)
-        return documents
+        return self.get(held, where)
 
     def recent(self, limit: int) -> list[Document]:
         if limit <= 0:
@@ -500,35 +570,64 @@ class QdrantAdapter(BatchedSearchAdapter):
         where: Mapping[str, Any] | None,
         stored: StoredVectors | None = None,
     ) -> list[list[ScoredDocument]]:
-        from qdrant_client import models
 
         translated = self._where(where)
+        if not translated.pushed.exact:
+            return [
+                self._nearest_checked(vector, k, translated, stored)
+                for vector, k in zip(vectors, ks, strict=True)
+            ]
         requests = [
-            models.QueryRequest(
-                query=np.asarray(vector, dtype=np.float32).tolist(),
-                filter=translated.pushed.filter,
-                limit=k,
-                with_payload=True,
-                with_vector=stored is not None,
-                using=self._vector_name or None,
-            )
+            self._query(vector, k, translated, with_vector=stored is not None)
             for vector, k in zip(vectors, ks, strict=True)
         ]
         responses = self.client.query_batch_points(self.collection, requests=requests)
-        runs: list[list[ScoredDocument]] = []
-        for response in responses:
-            hits: list[ScoredDocument] = []
-            for point in response.points:
-                document = self._document(point)
-                if not translated.keeps(document):
-                    continue
-                if stored is not None and not stored.known(document.id or ""):
-                    stored.found[document.id or ""] = np.asarray(
-                        self._vector(point), dtype=np.float32
-                    )
-                hits.append((document, finite_score(point.score)))
-            runs.append(hits)
-        return runs
+        return [self._hits(response.points, translated, stored) for response in responses]
+
+    def _query(
+        self, vector: Any, k: int, translated: _Where, *, with_vector: bool, offset: int = 0
+    ) -> Any:
+        from qdrant_client import models
+
+        return models.QueryRequest(
+            query=np.asarray(vector, dtype=np.float32).tolist(),
+            filter=translated.pushed.filter,
+            limit=k,
+            offset=offset,
+            with_payload=True,
+            with_vector=with_vector,
+            using=self._vector_name or None,
+        )
+
+    def _nearest_checked(
+        self, vector: Any, k: int, translated: _Where, stored: StoredVectors | None
+    ) -> list[ScoredDocument]:
+        """The ``k`` nearest under a filter Qdrant keeps a superset of: read on until ``k`` pass."""
+        hits: list[ScoredDocument] = []
+        offset, size = 0, max(k, 1) * 4
+        while len(hits) < k:
+            request = self._query(
+                vector, size, translated, with_vector=stored is not None, offset=offset
+            )
+            [response] = self.client.query_batch_points(self.collection, requests=[request])
+            hits.extend(self._hits(response.points, translated, stored))
+            if len(response.points) < size:
+                break
+            offset += size
+        return hits[:k]
+
+    def _hits(
+        self, points: Sequence[Any], translated: _Where, stored: StoredVectors | None
+    ) -> list[ScoredDocument]:
+        hits: list[ScoredDocument] = []
+        for point in points:
+            document = self._document(point)
+            if not translated.keeps(document):
+                continue
+            if stored is not None and not stored.known(document.id or ""):
+                stored.found[document.id or ""] = np.asarray(self._vector(point), dtype=np.float32)
+            hits.append((document, finite_score(point.score)))
+        return hits
 
     def search_within(
         self,
@@ -585,6 +684,18 @@ class QdrantAdapter(BatchedSearchAdapter):
             if len(nearest) == k and all(inside(doc.metadata) for doc, _ in nearest):
                 return nearest
         return self._nearest_many([vector], [k], where)[0]
+
+
+def _seq(point: Any) -> int:
+    return int((point.payload or {}).get(SEQ_KEY, 0))
+
+
+def _ordered_points(pushed: Any) -> Any:
+    """``pushed`` kept to the points that carry an insertion order (those cogito-lc wrote)."""
+    from qdrant_client import models
+
+    has_order = models.FieldCondition(key=SEQ_KEY, range=models.Range(gte=0))
+    return models.Filter(must=[has_order, *([pushed] if pushed is not None else [])])
 
 
 def _qdrant_adapter(store: VectorStore) -> StoreAdapter | None:

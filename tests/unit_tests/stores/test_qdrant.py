@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ VALUES = st.one_of(
     st.sampled_from([0.5, 1.5]),
     st.booleans(),
 )
-KEYS = st.sampled_from(["k", "m"])
+KEYS = st.sampled_from(["k", "m", "a.b"])
 METADATA = st.dictionaries(KEYS, VALUES, max_size=2)
 
 
@@ -58,7 +59,10 @@ WHERE = st.recursive(
 def population() -> Iterator[tuple[VectorStore, list[dict[str, Any]]]]:
     """Forty documents with every mix of the metadata values (and missing keys)."""
     metadatas = [
-        {**({"k": k} if k is not None else {}), **({"m": m} if m is not None else {})}
+        {
+            **({"k": k} if k is not None else {}),
+            **({"m": m, "a.b": m} if m is not None else {}),
+        }
         for k in [None, "a", "b", 1, -2, 0.5, True]
         for m in [None, "c", 2, 1.5, False]
     ][:40]
@@ -132,3 +136,96 @@ def test_open_qdrant_store_rejects_two_locations_and_another_dimension(tmp_path:
     with pytest.raises(ValueError, match="size 16"):
         open_qdrant_store(DeterministicFakeEmbedding(size=8), client=client)
     client.close()
+
+
+def test_concurrent_writers_and_readers_in_local_mode(tmp_path: Any) -> None:
+    """Local mode has no locks of its own: the store serialises every call to it."""
+    store = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")
+    adapter = adapter_for(store)
+    errors: list[BaseException] = []
+
+    def write(user: str) -> None:
+        try:
+            for start in range(0, 300, 10):
+                docs = [
+                    Document(f"{user} note {i}", metadata={"user_id": user}, id=f"{user}-{i}")
+                    for i in range(start, start + 10)
+                ]
+                adapter.add_new(docs)
+        except BaseException as error:
+            errors.append(error)
+
+    def read() -> None:
+        try:
+            for _ in range(30):
+                adapter.count({"user_id": "alice"})
+                adapter.page({"user_id": "bob"}, 5, 0)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(u,)) for u in ("alice", "bob")]
+    threads += [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert adapter.count({"user_id": "alice"}) == adapter.count({"user_id": "bob"}) == 300
+    assert len(adapter.ids_in(None)) == 600
+    again = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")  # the same directory, same process
+    assert again.client is store.client  # type: ignore[attr-defined]
+    store.client.close()  # type: ignore[attr-defined]
+
+
+def test_paging_keeps_documents_that_share_an_insertion_order() -> None:
+    from qdrant_client import models
+
+    store = open_qdrant_store(EMBEDDINGS)
+    client, name = store.client, store.collection_name  # type: ignore[attr-defined]
+    points = [
+        models.PointStruct(
+            id=point_id(f"t{i}"),
+            vector=[0.1] * 16,
+            payload={
+                "page_content": f"t{i}",
+                "metadata": {},
+                "doc_id": f"t{i}",
+                "seq": 7 + i // 600,
+            },
+        )
+        for i in range(1_201)
+    ]
+    client.upsert(name, points)
+    adapter = adapter_for(store)
+    assert len(set(adapter.ids_in(None))) == adapter.count() == 1_201
+    assert len(adapter.page(None, 10, 1_195)) == 6
+
+
+def test_a_second_writer_of_an_id_never_overwrites_the_first() -> None:
+    from qdrant_client import models
+
+    store = open_qdrant_store(EMBEDDINGS)
+    adapter = adapter_for(store)
+    adapter.add_new([Document("first", metadata={"user_id": "u"}, id="x")])
+    adapter.set_metadata({"x": {"superseded_by": "y"}, "gone": {"k": 1}})
+    store.add_texts(["second"], [{}], ids=["x"], update_mode=models.UpdateMode.INSERT_ONLY)
+    [held] = adapter.get(["x"])
+    assert held.page_content == "first"
+    assert held.metadata == {"user_id": "u", "superseded_by": "y"}
+
+
+def test_a_filter_qdrant_cannot_express_still_finds_k_documents() -> None:
+    store = open_qdrant_store(EMBEDDINGS)
+    store.add_texts(
+        [f"note {i}" for i in range(30)],
+        [{"user_id": "u", "day": f"2024-01-{i + 1:02d}"} for i in range(30)],
+        ids=[f"n{i}" for i in range(30)],
+    )
+    adapter = adapter_for(store)
+    where = {"$and": [{"user_id": "u"}, {"day": {"$gte": "2024-01-20"}}]}
+    vector = EMBEDDINGS.embed_query("note")
+    [run] = adapter.search_by_vectors(["note"], [vector], [5], {"filter": where})
+    docs, _ = run
+    assert len(docs) == 5
+    assert all(doc.metadata["day"] >= "2024-01-20" for doc in docs)
+    assert adapter.count(where) == 11
