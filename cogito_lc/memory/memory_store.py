@@ -56,11 +56,13 @@ from cogito_lc.memory.state import (
     ChromaStateStore,
     DirectoryStateStore,
     PostgresStateStore,
+    QdrantStateStore,
     StateStore,
 )
 from cogito_lc.retrievers.recall_b import RecallB
 from cogito_lc.stores import (
     ChromaAdapter,
+    QdrantAdapter,
     ScoredDocument,
     StoreAdapter,
     adapter_for,
@@ -272,11 +274,15 @@ class MemoryStore:
         self.state: StateStore | None = state
         """Where the snapshot and the vocabulary map are saved: given, or files in
         ``data_dir`` (a table for :meth:`from_database_url`, a collection beside the
-        memories on a Chroma server); None saves nothing."""
+        memories on a Chroma or Qdrant server); None saves nothing."""
         if self.state is None and self.data_dir is not None:
             self.state = DirectoryStateStore(self.data_dir)
         if self.state is None and isinstance(self._store, ChromaAdapter):
             self.state = _server_state(self._store)
+        if self.state is None and isinstance(self._store, QdrantAdapter):
+            self.state = QdrantStateStore(
+                self._store.client, f"{self._store.collection}{STATE_COLLECTION_SUFFIX}"
+            )
         self._audit_state = self.state
         """Where forget audit records go: ``state``, or for a view with none its store's."""
         if self.vocab_map is None:

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from cogito_lc.stores.postgres import PostgresDatabase
+from cogito_lc.stores.qdrant import point_id
 
 __all__ = [
     "SNAPSHOT_FILES",
     "ChromaStateStore",
     "DirectoryStateStore",
     "PostgresStateStore",
+    "QdrantStateStore",
     "StateStore",
 ]
 
@@ -122,6 +124,7 @@ class PostgresStateStore:
         ```python
         # needs: a Postgres database
         from cogito_lc.stores.postgres import PostgresDatabase
+    from cogito_lc.stores.qdrant import point_id
         from cogito_lc.memory.state import PostgresStateStore
 
         state = PostgresStateStore(PostgresDatabase("postgresql://me:secret@db/app"), "notes/")
@@ -234,3 +237,84 @@ class ChromaStateStore:
     def location(self, name: str) -> str:
         """``chroma:<collection>/<prefix><name>``."""
         return f"chroma:{self.collection.name}/{self.prefix}{name}"
+
+
+class QdrantStateStore:
+    """Documents in a collection of their own beside the memories, on a Qdrant server.
+
+    A service whose memories live on a Qdrant server (``COGITO_QDRANT_URL``) keeps
+    its snapshots, vocabulary maps and forget audit records there too, so every
+    replica sees what another wrote. Each document is one point (a one-number
+    vector, the text in the payload); a write is one ``upsert``.
+
+    Example:
+        ```python
+        from qdrant_client import QdrantClient
+
+        from cogito_lc.memory.state import QdrantStateStore
+
+        state = QdrantStateStore(QdrantClient(location=":memory:"), "notes-state")
+        state.child("scopes/a1").write({"snapshot.md": "# Memory"})
+        assert state.child("scopes/a1").read("snapshot.md") == "# Memory"
+        assert state.read("snapshot.md") is None
+        ```
+    """
+
+    def __init__(self, client: Any, collection: str, prefix: str = "") -> None:
+        self.client = client
+        self.collection = collection
+        self.prefix = prefix
+        if not prefix:  # a child shares its parent's collection, made already
+            _ensure_state_collection(client, collection)
+
+    def __repr__(self) -> str:
+        return f"QdrantStateStore({self.collection!r}, {self.prefix!r})"
+
+    def read(self, name: str) -> str | None:
+        """The document ``name`` (under the prefix), or None when there is none."""
+        found = self.client.retrieve(self.collection, [point_id(self.prefix + name)])
+        return str(found[0].payload["text"]) if found else None
+
+    def write(self, documents: Mapping[str, str]) -> None:
+        """Upsert every document in one call."""
+        from qdrant_client import models
+
+        if not documents:
+            return
+        points = [
+            models.PointStruct(
+                id=point_id(self.prefix + name),
+                vector=[1.0],
+                payload={"name": self.prefix + name, "text": text},
+            )
+            for name, text in documents.items()
+        ]
+        self.client.upsert(self.collection, points=points, wait=True)
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Delete these documents (unknown names are ignored)."""
+        if names:
+            ids = [point_id(self.prefix + name) for name in names]
+            self.client.delete(self.collection, points_selector=ids, wait=True)
+
+    def child(self, name: str) -> QdrantStateStore:
+        """The documents under ``<prefix><name>/``."""
+        return QdrantStateStore(self.client, self.collection, f"{self.prefix}{name}/")
+
+    def location(self, name: str) -> str:
+        """``qdrant:<collection>/<prefix><name>``."""
+        return f"qdrant:{self.collection}/{self.prefix}{name}"
+
+
+def _ensure_state_collection(client: Any, collection: str) -> None:
+    from qdrant_client import models
+
+    if client.collection_exists(collection):
+        return
+    try:
+        client.create_collection(
+            collection, vectors_config=models.VectorParams(size=1, distance=models.Distance.DOT)
+        )
+    except Exception:  # another replica made it first
+        if not client.collection_exists(collection):
+            raise

@@ -229,3 +229,28 @@ def test_a_filter_qdrant_cannot_express_still_finds_k_documents() -> None:
     assert len(docs) == 5
     assert all(doc.metadata["day"] >= "2024-01-20" for doc in docs)
     assert adapter.count(where) == 11
+
+
+def test_a_store_without_a_directory_keeps_its_state_in_qdrant() -> None:
+    """Snapshots, vocabulary maps and forget audits live beside the memories (as on a server)."""
+    from cogito_lc import MemoryStore
+    from cogito_lc.memory.state import QdrantStateStore
+
+    store = open_qdrant_store(EMBEDDINGS)
+    memory = MemoryStore(store, scope={"user_id": "alice"})
+    assert isinstance(memory.state, QdrantStateStore)
+    stored = memory.store("My phone number is 555-0100.")
+    memory.forget(ids=[stored.id or ""])
+    [record] = memory.forget_log
+    names = [
+        str(point.payload["name"])
+        for point in store.client.scroll("cogito_memories-cogito-state", limit=100)[0]  # type: ignore[attr-defined]
+    ]
+    [name] = [n for n in names if n.startswith("forget-audit-")]
+    again = MemoryStore(store, scope={"user_id": "alice"})  # another process on the server
+    assert again.state is not None
+    kept = again.state.read(name)
+    assert kept is not None
+    assert stored.id in kept
+    assert "555-0100" not in kept
+    assert record["ids"] == [stored.id]
