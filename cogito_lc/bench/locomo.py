@@ -12,7 +12,9 @@ store gets, so both lexical engines are measured side by side. ``recall_b_pg``
 (opt-in) is RecallB over a Postgres store
 (:meth:`~cogito_lc.MemoryStore.from_database_url`, a private pgserver started once
 per run, one table per conversation, dropped afterwards), so its lexical run is
-:class:`~cogito_lc.stores.PostgresLexicalIndex`.
+:class:`~cogito_lc.stores.PostgresLexicalIndex`. ``recall_b_qdrant`` (opt-in) is
+RecallB over Qdrant's local mode in a temporary directory
+(:meth:`~cogito_lc.MemoryStore.from_qdrant`, SQLite FTS5 lexical run beside it).
 
 The two-stage CogitoRetriever (RecallB, then an integer-pointer filter with a chat
 model) is opt-in: ``--methods ... cogito`` with ``--llm`` naming the model:
@@ -45,6 +47,7 @@ Usage:
     python benchmarks/locomo.py [PATH] --methods recall_b cogito --llm llama-cpp \\
         --conversations 2 --questions 20 --units facts
     python benchmarks/locomo.py [PATH] --methods vector recall_b recall_b_fts recall_b_pg
+    python benchmarks/locomo.py [PATH] --methods recall_b_fts recall_b_qdrant
     ```
 """
 
@@ -287,6 +290,7 @@ def build_methods(
     only: set[str],
     cogito: CogitoSetup | None,
     postgres: MemoryStore | None = None,
+    qdrant: MemoryStore | None = None,
 ) -> dict[str, BaseRetriever]:
     from langchain_classic.retrievers import EnsembleRetriever
 
@@ -309,6 +313,8 @@ def build_methods(
         )
     if postgres is not None and "recall_b_pg" in only:
         methods["recall_b_pg"] = postgres.as_retriever(k=TOP_K, **recall_b_options)
+    if qdrant is not None and "recall_b_qdrant" in only:
+        methods["recall_b_qdrant"] = qdrant.as_retriever(k=TOP_K, **recall_b_options)
     if cogito is not None and "cogito" in only:
         stage1 = RecallB(vectorstore=store, k=TOP_K, **recall_b_options)
         methods["cogito"] = CogitoRetriever.from_llm(stage1, cogito.llm, k=TOP_K, **cogito.options)
@@ -430,6 +436,23 @@ def postgres_store(
         drop_table(database_url, table)
 
 
+@contextlib.contextmanager
+def qdrant_store(
+    wanted: bool, embeddings: Embeddings, docs: list[Document]
+) -> Iterator[MemoryStore | None]:
+    """A MemoryStore on Qdrant's local mode in a temporary directory holding ``docs``."""
+    if not wanted:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="locomo-qdrant-") as directory:
+        memory = MemoryStore.from_qdrant(embeddings=embeddings, path=directory)
+        try:
+            memory.vectorstore.add_documents(docs, ids=[d.id for d in docs])
+            yield memory
+        finally:
+            memory.vectorstore.client.close()  # type: ignore[attr-defined]
+
+
 def make_store(embeddings: Embeddings, docs: list[Document]) -> Chroma:
     store = Chroma(collection_name=f"locomo-{uuid.uuid4().hex[:12]}", embedding_function=embeddings)
     store.add_documents(docs, ids=[d.id for d in docs])
@@ -466,9 +489,12 @@ def run_unit(
         data = build_unit(sample, unit, **(variant or {}))
         questions = data.questions[:max_questions] if max_questions else data.questions
         store = make_store(embeddings, data.documents)
-        with postgres_store(database_url, embeddings, data.documents) as postgres:
+        with (
+            postgres_store(database_url, embeddings, data.documents) as postgres,
+            qdrant_store("recall_b_qdrant" in (only or ()), embeddings, data.documents) as qdrant,
+        ):
             methods = build_methods(
-                store, data.documents, recall_b_options, only or set(), cogito, postgres
+                store, data.documents, recall_b_options, only or set(), cogito, postgres, qdrant
             )
             active = {name: r for name, r in methods.items() if not only or name in only}
             for retriever in active.values():
@@ -544,7 +570,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="only these methods (vector bm25 ensemble mem0_hybrid recall_b recall_b_batch "
         "recall_b_fts; "
         "cogito is opt-in and needs --llm; recall_b_pg is opt-in and starts a private "
-        "Postgres (pgserver) unless --database-url is given)",
+        "Postgres (pgserver) unless --database-url is given; recall_b_qdrant is opt-in: "
+        "Qdrant's local mode)",
     )
     parser.add_argument(
         "--conversations", type=int, default=None, help="only the first N conversations"
