@@ -30,6 +30,9 @@ EXTRA_COMPONENTS = {
     "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
     "MemoryStore.from_database_url('postgresql://me@127.0.0.1:1/app', "
     "embeddings=DeterministicFakeEmbedding(size=8))",
+    "qdrant": "from cogito_lc import MemoryStore\n"
+    "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+    "MemoryStore.from_qdrant(embeddings=DeterministicFakeEmbedding(size=8))",
 }
 # Run with the server extra: providers are reached through the service's model settings.
 SERVER_COMPONENTS = {
