@@ -34,6 +34,7 @@ from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
+    ScopeCounts,
     ScoredDocument,
     StoreAdapter,
     StoredVectors,
@@ -41,6 +42,7 @@ from cogito_lc.stores.base import (
     cosine_scores,
     finite_score,
     register_adapter,
+    scope_keys,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +63,8 @@ SEQ_KEY = "seq"
 """The payload key ordering documents by insertion (nanoseconds, unique per process)."""
 _ID_NAMESPACE = uuid.UUID("5a0f2d4e-8c3b-4f6a-9d1e-c0917e5f1b2a")
 _PAGE = 1_000
+_FACET_LIMIT = 1_000_000
+"""Distinct values a facet may return (every scope, for the totals)."""
 
 
 def point_id(doc_id: str | int) -> str:
@@ -477,6 +481,33 @@ class QdrantAdapter(BatchedSearchAdapter):
         ordered = _ordered_points(found.pushed.filter)  # as ids_in and page see them
         result = self.client.count(self.collection, count_filter=ordered, exact=True)
         return int(result.count)
+
+    def scope_counts(
+        self,
+        keys: Sequence[str],
+        where: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> ScopeCounts:
+        """One key is counted by Qdrant's facet (an index on a server); several, page by page."""
+        names = scope_keys(keys, limit)
+        found = self._where(where)
+        if len(names) != 1 or not found.pushed.exact:
+            return super().scope_counts(names, where, limit=limit)
+        hits = self.client.facet(
+            self.collection,
+            key=f"{self._metadata_key}.{names[0]}",
+            facet_filter=_ordered_points(found.pushed.filter),
+            limit=_FACET_LIMIT,
+            exact=True,
+        ).hits
+        counted = sorted((str(hit.value), int(hit.count)) for hit in hits)
+        shown = counted if limit is None else counted[:limit]
+        return ScopeCounts(
+            counts={(value,): count for value, count in shown},
+            scopes=len(counted),
+            documents=sum(count for _, count in counted),
+        )
 
     def ids_in(self, where: Mapping[str, Any] | None) -> list[str]:
         return [doc.id or "" for doc in self._in_order(self._where(where), "asc")]

@@ -1,4 +1,4 @@
-"""``StoreAdapter.scope_counts``: memories per scope, on InMemory, Chroma and the generic path."""
+"""``StoreAdapter.scope_counts``: memories per scope, on every adapter and the generic path."""
 
 from __future__ import annotations
 
@@ -45,8 +45,15 @@ class _Paged(StoreAdapter):
         return self.inner.page(where, limit, offset)
 
 
-@pytest.fixture(params=["in_memory", "chroma", "paged"])
+@pytest.fixture(params=["in_memory", "chroma", "paged", "qdrant"])
 def adapter(request: pytest.FixtureRequest, embeddings: HashEmbeddings) -> StoreAdapter:
+    if request.param == "qdrant":
+        pytest.importorskip("qdrant_client")
+        from cogito_lc.stores import QdrantAdapter, open_qdrant_store
+
+        qdrant = adapter_for(_fill(open_qdrant_store(embeddings)))
+        assert isinstance(qdrant, QdrantAdapter)
+        return qdrant
     if request.param == "chroma":
         chroma: Chroma = request.getfixturevalue("chroma")
         found = adapter_for(_fill(chroma))
