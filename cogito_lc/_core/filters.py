@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
@@ -19,12 +19,15 @@ __all__ = [
     "and_filters",
     "equality_clauses",
     "equality_predicate",
+    "fold_where",
     "split_condition",
+    "split_values",
     "store_filter",
     "where_predicate",
 ]
 
 MetadataPredicate = Callable[[Mapping[str, Any]], bool]
+_T = TypeVar("_T")
 
 _SCALARS = (str, int, float, bool)
 
@@ -142,6 +145,79 @@ def split_condition(key: str, condition: Any, operators: Collection[str]) -> tup
     return op, operand
 
 
+def split_values(
+    key: str, condition: Any, operators: Collection[str]
+) -> tuple[str, Any, list[Any]]:
+    """:func:`split_condition`, and the values compared with (a list for ``$in``/``$nin``).
+
+    Raises:
+        ValueError: As :func:`split_condition`, or if a value is not a str, int,
+            float or bool.
+
+    Example:
+        ```python
+        from cogito_lc._core.filters import split_values
+
+        assert split_values("n", {"$in": [1, 2]}, {"$in"}) == ("$in", [1, 2], [1, 2])
+        assert split_values("n", 3, {"$eq"}) == ("$eq", 3, [3])
+        ```
+    """
+    op, operand = split_condition(key, condition, operators)
+    values = operand if op in {"$in", "$nin"} else [operand]
+    for value in values:
+        if not isinstance(value, _SCALARS):
+            msg = f"filter value for {key!r} must be a str, int, float or bool, got {value!r}."
+            raise ValueError(msg)  # noqa: TRY004 - bad filter data
+    return op, operand, values
+
+
+def fold_where(
+    where: Mapping[str, Any],
+    comparison: Callable[[str, Any], _T],
+    join: Callable[[str, list[_T]], _T],
+) -> _T:
+    """``where`` folded bottom-up: each key's condition by ``comparison``, lists by ``join``.
+
+    ``join`` gets ``"$and"`` or ``"$or"`` and the folded parts; the keys of one
+    dict are joined by ``"$and"``. Every translation of the ``where`` language
+    (a predicate, SQL, a vector database's filter) walks it here, so its shape
+    and its errors are the same everywhere.
+
+    Raises:
+        ValueError: On an operator or shape outside the ``where`` language.
+
+    Example:
+        ```python
+        from cogito_lc._core.filters import fold_where
+
+        text = fold_where(
+            {"$or": [{"a": 1}, {"b": 2}]},
+            lambda key, value: f"{key}={value}",
+            lambda op, parts: f"{op}({', '.join(parts)})",
+        )
+        assert text == "$and($or($and(a=1), $and(b=2)))"
+        ```
+    """
+    if not isinstance(where, Mapping) or not where:
+        msg = f"a filter must be a non-empty dict, got {where!r}."
+        raise ValueError(msg)
+    parts: list[_T] = []
+    for key, condition in where.items():
+        if key in {"$and", "$or"}:
+            if not isinstance(condition, list) or not condition:
+                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
+                raise ValueError(msg)
+            parts.append(join(key, [fold_where(part, comparison, join) for part in condition]))
+        elif key.startswith("$"):
+            msg = (
+                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
+            )
+            raise ValueError(msg)
+        else:
+            parts.append(comparison(key, condition))
+    return join("$and", parts)
+
+
 def _comparison(key: str, condition: Any) -> MetadataPredicate:
     op, operand = split_condition(key, condition, _COMPARISONS)
     compare = _COMPARISONS[op]
@@ -185,24 +261,7 @@ def where_predicate(where: Mapping[str, Any]) -> MetadataPredicate:
         assert not matches({"n": 1, "tag": "y"})
         ```
     """
-    if not isinstance(where, Mapping) or not where:
-        msg = f"a filter must be a non-empty dict, got {where!r}."
-        raise ValueError(msg)
-    parts: list[MetadataPredicate] = []
-    for key, condition in where.items():
-        if key in {"$and", "$or"}:
-            if not isinstance(condition, list) or not condition:
-                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
-                raise ValueError(msg)
-            parts.append(_joined(key, [where_predicate(part) for part in condition]))
-        elif key.startswith("$"):
-            msg = (
-                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
-            )
-            raise ValueError(msg)
-        else:
-            parts.append(_comparison(key, condition))
-    return lambda metadata: all(part(metadata) for part in parts)
+    return fold_where(where, _comparison, _joined)
 
 
 def store_filter(store: VectorStore, where: Any) -> Any:

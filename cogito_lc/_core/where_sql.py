@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cogito_lc._core.filters import fold_where
+
 __all__ = ["Comparison", "where_sql"]
 
 Comparison = Callable[[str, Any], tuple[str, list[Any]]]
@@ -32,27 +34,10 @@ def where_sql(where: Mapping[str, Any], comparison: Comparison) -> tuple[str, li
         assert sql == "((((a = ?)) OR ((b = ?))))" and params == [1, 2]
         ```
     """
-    if not isinstance(where, Mapping) or not where:
-        msg = f"a filter must be a non-empty dict, got {where!r}."
-        raise ValueError(msg)
-    parts: list[str] = []
-    params: list[Any] = []
-    for key, condition in where.items():
-        if key in {"$and", "$or"}:
-            if not isinstance(condition, list) or not condition:
-                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
-                raise ValueError(msg)
-            inner = [where_sql(part, comparison) for part in condition]
-            joiner = " AND " if key == "$and" else " OR "
-            parts.append("(" + joiner.join(sql for sql, _ in inner) + ")")
-            params.extend(p for _, part_params in inner for p in part_params)
-        elif key.startswith("$"):
-            msg = (
-                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
-            )
-            raise ValueError(msg)
-        else:
-            sql, cond_params = comparison(key, condition)
-            parts.append(sql)
-            params.extend(cond_params)
-    return "(" + " AND ".join(parts) + ")", params
+    return fold_where(where, comparison, _joined)
+
+
+def _joined(op: str, parts: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+    joiner = " AND " if op == "$and" else " OR "
+    sql = "(" + joiner.join(part for part, _ in parts) + ")"
+    return sql, [param for _, params in parts for param in params]

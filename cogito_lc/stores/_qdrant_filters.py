@@ -14,13 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cogito_lc._core.filters import split_condition
+from cogito_lc._core.filters import fold_where, split_values
 
 __all__ = ["QdrantFilter", "where_to_qdrant"]
 
 _RANGES = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 _OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *_RANGES})
-_SCALARS = (str, int, float, bool)
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -49,36 +48,12 @@ def where_to_qdrant(where: Mapping[str, Any] | None, payload_key: str = "metadat
     """
     if where is None:
         return QdrantFilter(None, exact=True)
-    translated, exact = _node(where, payload_key)
+    translated, exact = fold_where(
+        where,
+        lambda key, condition: _comparison(_field(payload_key, key), key, condition),
+        _joined,
+    )
     return QdrantFilter(None if translated is None else _as_filter(translated), exact)
-
-
-def _node(where: Mapping[str, Any], prefix: str) -> tuple[Any, bool]:
-    from qdrant_client import models
-
-    if not isinstance(where, Mapping) or not where:
-        msg = f"a filter must be a non-empty dict, got {where!r}."
-        raise ValueError(msg)
-    parts: list[tuple[Any, bool]] = []
-    for key, condition in where.items():
-        if key in {"$and", "$or"}:
-            if not isinstance(condition, list) or not condition:
-                msg = f"{key} needs a non-empty list of filters, got {condition!r}."
-                raise ValueError(msg)
-            inner = [_node(part, prefix) for part in condition]
-            parts.append(_joined(key, inner))
-        elif key.startswith("$"):
-            msg = (
-                f"filter operator {key!r} is not supported here; use $and or $or at the top level."
-            )
-            raise ValueError(msg)
-        else:
-            parts.append(_comparison(_field(prefix, key), key, condition))
-    pushed = [found for found, _ in parts if found is not None]
-    exact = all(exact for _, exact in parts)
-    if not pushed:
-        return None, exact
-    return (pushed[0] if len(pushed) == 1 else models.Filter(must=pushed)), exact
 
 
 def _joined(op: str, inner: list[tuple[Any, bool]]) -> tuple[Any, bool]:
@@ -87,8 +62,10 @@ def _joined(op: str, inner: list[tuple[Any, bool]]) -> tuple[Any, bool]:
     exact = all(exact for _, exact in inner)
     pushed = [found for found, _ in inner]
     if op == "$and":
-        kept = [found for found in pushed if found is not None]
-        return (models.Filter(must=kept) if kept else None), exact
+        kept = [found for found in pushed if found is not None]  # None keeps everything
+        if not kept:
+            return None, exact
+        return (kept[0] if len(kept) == 1 else models.Filter(must=kept)), exact
     if any(found is None for found in pushed):  # one branch keeps everything: so does the $or
         return None, False
     return models.Filter(should=pushed), exact
@@ -104,12 +81,7 @@ def _field(prefix: str, key: str) -> str | None:
 def _comparison(field: str | None, key: str, condition: Any) -> tuple[Any, bool]:
     from qdrant_client import models
 
-    op, operand = split_condition(key, condition, _OPERATORS)
-    values = operand if op in {"$in", "$nin"} else [operand]
-    for value in values:
-        if not isinstance(value, _SCALARS):
-            msg = f"filter value for {key!r} must be a str, int, float or bool, got {value!r}."
-            raise ValueError(msg)  # noqa: TRY004 - bad filter data
+    op, operand, values = split_values(key, condition, _OPERATORS)
     if field is None:
         return None, False  # a key no payload path can name: checked in code
     if op == "$eq":

@@ -37,7 +37,7 @@ from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.breaker import CircuitBreaker
 from cogito_lc._core.extras import require_extra
-from cogito_lc._core.filters import split_condition
+from cogito_lc._core.filters import split_values
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
@@ -508,7 +508,6 @@ def open_postgres_store(
 
 _SIMPLE = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _OPERATORS = frozenset({*_SIMPLE, "$in", "$nin"})
-_SCALARS = (str, int, float, bool)
 
 
 def where_to_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
@@ -534,12 +533,7 @@ def where_to_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
 
 
 def _comparison(key: str, condition: Any) -> tuple[str, list[Any]]:
-    op, operand = split_condition(key, condition, _OPERATORS)
-    values = operand if op in {"$in", "$nin"} else [operand]
-    for value in values:
-        if not isinstance(value, _SCALARS):
-            msg = f"filter value for {key!r} must be a str, int, float or bool, got {value!r}."
-            raise ValueError(msg)  # noqa: TRY004 - bad filter data
+    op, _, values = split_values(key, condition, _OPERATORS)
     if key in COLUMNS:
         return _column_comparison(f'"{key}"', op, values)
     return _json_comparison(key, op, values)
