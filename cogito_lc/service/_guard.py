@@ -38,6 +38,8 @@ __all__ = [
     "json_too_deep",
     "jsonrpc_error_body",
     "method_not_allowed_handler",
+    "read_body",
+    "replaying",
     "same_secret",
     "token_matches",
     "too_deep_message",
@@ -344,27 +346,46 @@ def _depth_checked(receive: Receive, max_depth: int) -> Receive:
     Raising the 400 from ``receive`` lets FastAPI answer it as any HTTP error
     (it re-raises an ``HTTPException`` met while reading a body).
     """
-    read = False
+    replay: Receive | None = None
 
     async def checked() -> Message:
-        nonlocal read
-        if read:
-            return await receive()
-        read = True
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return message  # the client left
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        if json_too_deep(body, max_depth):
-            raise HTTPException(400, too_deep_message(max_depth))
-        return {"type": "http.request", "body": body, "more_body": False}
+        nonlocal replay
+        if replay is None:
+            body = await read_body(receive)
+            if not isinstance(body, bytes):
+                return body  # the client left
+            if json_too_deep(body, max_depth):
+                raise HTTPException(400, too_deep_message(max_depth))
+            replay = replaying(body, receive)
+        return await replay()
 
     return checked
+
+
+async def read_body(receive: Receive) -> bytes | Message:
+    """The whole request body, or the message that came first instead (the client left)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` giving ``body`` whole at its first call, then the client's own messages."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 class ConcurrencyLimitMiddleware:

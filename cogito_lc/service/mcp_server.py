@@ -71,6 +71,8 @@ from cogito_lc.service._guard import (
     body_problem,
     content_type_problem,
     jsonrpc_error_body,
+    read_body,
+    replaying,
 )
 from cogito_lc.service._schemas import (
     AS_OF_HELP,
@@ -725,33 +727,18 @@ class McpEndpoint:
         if problem is not None:
             await _send_error(send, 415, problem)
             return
-        chunks: list[bytes] = []
         try:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body", False):
-                    break
+            body = await read_body(receive)
         except HTTPException as exc:  # the body limit, past the declared length
             await _send_error(send, exc.status_code, str(exc.detail))
             return
-        body = b"".join(chunks)
+        if not isinstance(body, bytes):
+            return  # the client left
         problem = body_problem(body, max_depth=self.max_depth)
         if problem is not None:
             await _send_error(send, 400, problem, code=PARSE_ERROR)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await manager.handle_request(scope, replay, send)
+        await manager.handle_request(scope, replaying(body, receive), send)
 
     async def _stream(self, manager: Any, scope: Scope, receive: Receive, send: Send) -> None:
         authorization = "".join(_header_values(scope, b"authorization"))
