@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,17 +217,24 @@ def _is_cogito_qdrant(store: VectorStore) -> bool:
 
 @dataclass(frozen=True)
 class _Where:
-    """A ``where`` filter with its Qdrant form."""
+    """A ``where`` filter with its Qdrant form and its predicate, each made once."""
 
-    where: Mapping[str, Any] | None
     pushed: QdrantFilter
+    matches: Callable[[Mapping[str, Any]], bool] | None
+    """The filter checked in code; None keeps every document."""
+
+    @classmethod
+    def of(cls, where: Mapping[str, Any] | None, payload_key: str) -> _Where:
+        predicate = None if where is None else where_predicate(where)
+        return cls(where_to_qdrant(where, payload_key), predicate)
+
+    def holds(self, document: Document) -> bool:
+        """Whether the document matches (checked in code: a read by id takes no filter)."""
+        return self.matches is None or self.matches(document.metadata)
 
     def keeps(self, document: Document) -> bool:
-        return (
-            self.where is None
-            or self.pushed.exact
-            or where_predicate(self.where)(document.metadata)
-        )
+        """Whether a document Qdrant found under the pushed filter matches."""
+        return self.pushed.exact or self.holds(document)
 
 
 def open_qdrant_store(
@@ -405,7 +412,7 @@ class QdrantAdapter(BatchedSearchAdapter):
         return None
 
     def _where(self, where: Mapping[str, Any] | None) -> _Where:
-        return _Where(where, where_to_qdrant(where, self._metadata_key))
+        return _Where.of(where, self._metadata_key)
 
     def _document(self, point: Any) -> Document:
         return point_document(point, self._content_key, self._metadata_key)
@@ -424,11 +431,10 @@ class QdrantAdapter(BatchedSearchAdapter):
         points = self.client.retrieve(
             self.collection, [point_id(i) for i in ids], with_payload=True, with_vectors=vectors
         )
-        matches = where_predicate(where.where) if where.where is not None else None
         found = {}
         for point in points:
             document = self._document(point)
-            if matches is None or matches(document.metadata):  # retrieve takes no filter
+            if where.holds(document):
                 found[document.id or ""] = (document, self._vector(point) if vectors else None)
         return found
 
