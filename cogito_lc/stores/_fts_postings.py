@@ -16,7 +16,8 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +29,24 @@ __all__ = ["Change", "Postings", "PostingsMirror", "Row"]
 
 logger = logging.getLogger(__name__)
 
+_Ints = npt.NDArray[np.int64]
+
+FOLD_AT = 65_536
+"""The least recently added postings that are folded into the arrays."""
+
 Row = tuple[int, str]
 """A row of the index: its rowid and its terms, separated by single spaces."""
 
 
 class Postings:
     """Term postings and row lengths of a lexical index, updated row by row.
+
+    Postings are held compactly: the bulk in arrays, grouped by term (4-byte
+    rowids and counts, about 8 bytes a posting), and the rows added since the
+    arrays were last built in a small mapping, folded into the arrays once it
+    holds a sixteenth as many postings (or when removed rows leave a quarter of
+    the arrays dead). About 20 MB per 100,000 memories of LoCoMo-sized text,
+    where one Python mapping per term took 113 MB.
 
     Example:
         ```python
@@ -46,15 +59,32 @@ class Postings:
         ```
     """
 
-    def __init__(self, rows: Iterable[Row] = ()) -> None:
-        self._postings: dict[str, dict[int, int]] = {}
+    def __init__(self, rows: Iterable[Row] = (), *, fold_at: int = FOLD_AT) -> None:
+        """Hold ``rows``; ``fold_at``: the least added postings worth a rebuild of the arrays."""
+        self._fold_at = fold_at
+        self._terms: dict[str, int] = {}
+        self._starts = np.zeros(1, dtype=np.int64)
+        self._rowids = np.zeros(0, dtype=np.int32)
+        self._counts = np.zeros(0, dtype=np.int32)
+        self._dead = np.zeros(1024, dtype=np.bool_)
+        self._dead_postings = 0
+        """Postings of removed rows still in the arrays (at most; counted by row length)."""
+        self._recent: dict[str, dict[int, int]] = {}
+        self._recent_rows: dict[int, str] = {}
+        self._recent_postings = 0
         self._lengths = np.zeros(1024, dtype=np.float64)
         self._held = np.zeros(1024, dtype=np.bool_)
         self.rows = 0
         """How many rows the postings hold."""
         self.tokens = 0
         """How many terms those rows hold in all."""
-        self.add(rows)
+        self._add_in_bulk(rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (the term table and recent rows not counted)."""
+        arrays = (self._starts, self._rowids, self._counts, self._dead, self._lengths, self._held)
+        return sum(array.nbytes for array in arrays)
 
     def add(self, rows: Iterable[Row]) -> None:
         """Add these rows (a rowid already held is replaced)."""
@@ -67,38 +97,65 @@ class Postings:
             self._held[rowid] = True
             self.rows += 1
             self.tokens += len(tokens)
+            self._recent_rows[rowid] = terms
             for term in tokens:
-                held = self._postings.get(term)
-                if held is None:
-                    self._postings[term] = {rowid: 1}
-                else:
-                    held[rowid] = held.get(rowid, 0) + 1
+                held = self._recent.setdefault(term, {})
+                self._recent_postings += rowid not in held
+                held[rowid] = held.get(rowid, 0) + 1
+        if self._recent_postings >= max(self._fold_at, len(self._rowids) // 16):
+            self._fold()
+
+    def _add_in_bulk(self, rows: Iterable[Row]) -> None:
+        """Add rows straight into the arrays, one rebuild for them all."""
+        term_ids: array[int] = array("q")
+        rowids: array[int] = array("q")
+        terms_index = self._terms
+        for rowid, terms in rows:
+            if self.holds(rowid):
+                self.add([(rowid, terms)])
+                continue
+            tokens = terms.split()
+            self._grow(rowid)
+            self._lengths[rowid] = len(tokens)
+            self._held[rowid] = True
+            self.rows += 1
+            self.tokens += len(tokens)
+            term_ids.extend([terms_index.setdefault(term, len(terms_index)) for term in tokens])
+            rowids.extend([rowid] * len(tokens))
+        if rowids:
+            width = len(self._held)
+            keys = np.frombuffer(term_ids, np.int64) * width + np.frombuffer(rowids, np.int64)
+            unique, counts = np.unique(keys, return_counts=True)
+            self._fold((unique // width, unique % width, counts.astype(np.int64)))
 
     def remove(self, rows: Iterable[Row]) -> None:
         """Remove these rows, given with the terms they were added with (absent ones skipped)."""
-        for rowid, terms in rows:
+        for rowid, _terms in rows:
             if self.holds(rowid):
-                self._drop(rowid, terms)
+                self._drop(rowid)
+        if self._dead_postings > max(self._fold_at, len(self._rowids) // 4):
+            self._fold()
 
     def holds(self, rowid: int) -> bool:
         """Whether the row with this rowid is held."""
         return 0 <= rowid < len(self._held) and bool(self._held[rowid])
 
-    def _drop(self, rowid: int, terms: str | None = None) -> None:
-        tokens = terms.split() if terms is not None else self._terms_of(rowid)
+    def _drop(self, rowid: int) -> None:
+        length = int(self._lengths[rowid])
         self.rows -= 1
-        self.tokens -= int(self._lengths[rowid])
+        self.tokens -= length
         self._lengths[rowid] = 0.0
         self._held[rowid] = False
-        for term in set(tokens):
-            held = self._postings.get(term)
-            if held is not None:
-                held.pop(rowid, None)
-                if not held:
-                    del self._postings[term]
-
-    def _terms_of(self, rowid: int) -> list[str]:
-        return [term for term, held in self._postings.items() if rowid in held]
+        terms = self._recent_rows.pop(rowid, None)
+        if terms is None:  # in the arrays: its postings there are skipped until the next fold
+            self._dead[rowid] = True
+            self._dead_postings += max(length, 1)
+            return
+        for term in set(terms.split()):
+            held = self._recent[term]
+            self._recent_postings -= held.pop(rowid, None) is not None
+            if not held:
+                del self._recent[term]
 
     def top(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
         """The ``k`` best rows for these distinct ``terms``: rowid and score, best first.
@@ -118,6 +175,25 @@ class Postings:
         order = np.lexsort((held, -scores))[:k]
         return [(int(held[i]), float(scores[i])) for i in order]
 
+    def _postings_of(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The live postings of ``term``: rowids and counts."""
+        index = self._terms.get(term)
+        if index is None:
+            rowids = np.zeros(0, dtype=np.int64)
+            counts = np.zeros(0, dtype=np.float64)
+        else:
+            start, stop = self._starts[index], self._starts[index + 1]
+            rowids = self._rowids[start:stop].astype(np.int64)
+            counts = self._counts[start:stop].astype(np.float64)
+            if self._dead_postings:
+                alive = ~self._dead[rowids]
+                rowids, counts = rowids[alive], counts[alive]
+        recent = self._recent.get(term)
+        if recent:
+            rowids = np.concatenate([rowids, np.fromiter(recent.keys(), np.int64, len(recent))])
+            counts = np.concatenate([counts, np.fromiter(recent.values(), np.float64, len(recent))])
+        return rowids, counts
+
     def _scored(
         self, terms: Sequence[str]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
@@ -125,18 +201,50 @@ class Postings:
         average = self.tokens / self.rows if self.rows else 0.0
         rowid_parts, weight_parts = [], []
         for term in terms:
-            held = self._postings.get(term)
-            if not held:
+            rowids, counts = self._postings_of(term)
+            if not len(rowids):
                 continue
-            rowids = np.fromiter(held.keys(), dtype=np.int64, count=len(held))
-            counts = np.fromiter(held.values(), dtype=np.float64, count=len(held))
             norm = K1 * (1 - B + B * self._lengths[rowids] / average) if average else K1
-            idf = fts5_idf(self.rows, len(held))
+            idf = fts5_idf(self.rows, len(rowids))
             rowid_parts.append(rowids)
             weight_parts.append(idf * ((counts * (K1 + 1)) / (counts + norm)))
         if not rowid_parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return np.concatenate(rowid_parts), np.concatenate(weight_parts)
+
+    def _fold(self, extra: tuple[_Ints, _Ints, _Ints] | None = None) -> None:
+        """Rebuild the arrays from their live postings, the recent rows and ``extra``.
+
+        ``extra``: more postings, as term indices, rowids and counts.
+        """
+        if not self._recent_postings and not self._dead_postings and extra is None:
+            return
+        terms, rowids, counts = self._live_arrays()
+        if extra is not None:
+            terms.append(extra[0])
+            rowids.append(extra[1])
+            counts.append(extra[2])
+        for term, held in self._recent.items():
+            index = self._terms.setdefault(term, len(self._terms))
+            terms.append(np.full(len(held), index, dtype=np.int64))
+            rowids.append(np.fromiter(held.keys(), np.int64, len(held)))
+            counts.append(np.fromiter(held.values(), np.int64, len(held)))
+        term_ids = np.concatenate(terms)
+        order = np.argsort(term_ids, kind="stable")
+        self._starts = np.searchsorted(term_ids[order], np.arange(len(self._terms) + 1))
+        self._rowids = np.concatenate(rowids)[order].astype(np.int32)
+        self._counts = np.concatenate(counts)[order].astype(np.int32)
+        self._dead[:] = False
+        self._dead_postings = 0
+        self._recent, self._recent_rows, self._recent_postings = {}, {}, 0
+
+    def _live_arrays(self) -> tuple[list[_Ints], list[_Ints], list[_Ints]]:
+        """The arrays' postings as (term index, rowid, count) parts, dead rows left out."""
+        lengths = np.diff(self._starts)
+        term_ids = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        rowids = self._rowids.astype(np.int64)
+        alive = ~self._dead[rowids]
+        return [term_ids[alive]], [rowids[alive]], [self._counts[alive].astype(np.int64)]
 
     def _grow(self, rowid: int) -> None:
         if rowid >= len(self._lengths):
@@ -144,6 +252,7 @@ class Postings:
             grown = size - len(self._lengths)
             self._lengths = np.concatenate([self._lengths, np.zeros(grown)])
             self._held = np.concatenate([self._held, np.zeros(grown, dtype=np.bool_)])
+            self._dead = np.concatenate([self._dead, np.zeros(grown, dtype=np.bool_)])
 
 
 READ_CHUNK = 100
@@ -270,15 +379,19 @@ class PostingsMirror:
         start = time.monotonic()
         postings: Postings | None = None
         try:
-            postings = Postings(first)
-            while (rows := cursor.fetchmany(READ_CHUNK)) and self._reading is reading:
-                postings.add(rows)
-                time.sleep(READ_PAUSE)
+            postings = Postings(self._paced(cursor, first, reading))
         except sqlite3.Error as error:
             logger.warning("lexical postings not read (%s); FTS5 ranks", error)
         finally:
             reader.close()
             self._finish(reading, postings, time.monotonic() - start)
+
+    def _paced(self, cursor: sqlite3.Cursor, first: list[Row], reading: _Reading) -> Iterator[Row]:
+        """The rows of ``cursor`` after ``first``, a chunk at a time, until the read is dropped."""
+        yield from first
+        while self._reading is reading and (rows := cursor.fetchmany(READ_CHUNK)):
+            yield from rows
+            time.sleep(READ_PAUSE)
 
     def _finish(self, reading: _Reading, postings: Postings | None, seconds: float) -> None:
         with self._lock:

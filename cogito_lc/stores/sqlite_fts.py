@@ -62,7 +62,7 @@ class SqliteLexicalIndex:
     same ``bm25()`` numbers, exact at any size, in well under a millisecond at
     10,000 memories where FTS5 takes several (it scores every matching row in
     SQL). The first such search reads the postings from the file (about 80 ms
-    per 10,000 memories, 1 MB of memory per 1,000; :meth:`load_postings` reads
+    per 10,000 memories, about 0.3 MB of memory per 1,000; :meth:`load_postings` reads
     them ahead; a file this object created starts with none); they then follow
     this object's own writes row by row. After another process writes to the
     file they are read again on a thread, in paced chunks, at most once per

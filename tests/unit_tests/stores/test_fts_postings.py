@@ -219,3 +219,46 @@ def test_a_write_after_another_connections_write_drops_the_stale_postings(
     assert not memory.postings_ready
     _wait_until_ready(memory)
     _assert_same_ranking(memory, sql)
+
+
+def _reference_top(rows: dict[int, str], terms: list[str], k: int) -> list[tuple[int, float]]:
+    """The k best rows by the Python BM25 over ``rows``, rowid order among equal scores."""
+    tokens = sum(len(text.split()) for text in rows.values())
+    held = {term: sum(term in text.split() for text in rows.values()) for term in terms}
+    stats = CorpusStats(rows=len(rows), tokens=tokens, document_frequency=held)
+    scored = [(rowid, bm25_score(terms, text, stats)) for rowid, text in sorted(rows.items())]
+    return sorted([row for row in scored if row[1] > 0], key=lambda row: -row[1])[:k]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compact_postings_rank_as_the_python_bm25_through_folds(seed: int) -> None:
+    rng = random.Random(seed)
+    vocabulary = [f"t{i}" for i in range(25)]
+    live: dict[int, str] = {
+        rowid: " ".join(rng.choices(vocabulary, k=rng.randint(0, 6))) for rowid in range(1, 40)
+    }
+    postings = Postings(live.items(), fold_at=rng.choice([1, 5, 50]))
+    for _ in range(120):
+        rowid = rng.randint(1, 70)
+        if rng.random() < 0.35 and rowid in live:
+            postings.remove([(rowid, live.pop(rowid))])
+        else:
+            live[rowid] = " ".join(rng.choices(vocabulary, k=rng.randint(0, 6)))
+            postings.add([(rowid, live[rowid])])
+        assert (postings.rows, postings.tokens) == (
+            len(live),
+            sum(len(text.split()) for text in live.values()),
+        )
+        query = sorted(set(rng.choices(vocabulary, k=3)))
+        k = rng.choice([1, 3, 100])
+        got, expected = postings.top(query, k), _reference_top(live, query, k)
+        assert [rowid for rowid, _ in got] == [rowid for rowid, _ in expected], query
+        assert [score for _, score in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+def test_compact_postings_take_a_fraction_of_a_mapping_per_term() -> None:
+    rng = random.Random(1)
+    rows = [(i, " ".join([*rng.choices(WORDS, k=20), f"u{i}"])) for i in range(1, 5001)]
+    postings = Postings(rows)
+    distinct = sum(len(set(terms.split())) for _, terms in rows)
+    assert postings.nbytes < 12 * distinct  # 4-byte rowids and counts, plus per-row arrays
