@@ -91,19 +91,23 @@ class Postings:
         for rowid, terms in rows:
             if self.holds(rowid):
                 self._drop(rowid)
-            tokens = terms.split()
-            self._grow(rowid)
-            self._lengths[rowid] = len(tokens)
-            self._held[rowid] = True
-            self.rows += 1
-            self.tokens += len(tokens)
             self._recent_rows[rowid] = terms
-            for term in tokens:
+            for term in self._count_in(rowid, terms):
                 held = self._recent.setdefault(term, {})
                 self._recent_postings += rowid not in held
                 held[rowid] = held.get(rowid, 0) + 1
         if self._recent_postings >= max(self._fold_at, len(self._rowids) // 16):
             self._fold()
+
+    def _count_in(self, rowid: int, terms: str) -> list[str]:
+        """Hold the row's length and count it; its terms."""
+        tokens = terms.split()
+        self._grow(rowid)
+        self._lengths[rowid] = len(tokens)
+        self._held[rowid] = True
+        self.rows += 1
+        self.tokens += len(tokens)
+        return tokens
 
     def _add_in_bulk(self, rows: Iterable[Row]) -> None:
         """Add rows straight into the arrays, one rebuild for them all."""
@@ -111,22 +115,24 @@ class Postings:
         rowids: array[int] = array("q")
         terms_index = self._terms
         for rowid, terms in rows:
-            if self.holds(rowid):
+            if self.holds(rowid):  # a replacement: the rows before it go in first
+                self._fold_in(term_ids, rowids)
+                term_ids, rowids = array("q"), array("q")
                 self.add([(rowid, terms)])
                 continue
-            tokens = terms.split()
-            self._grow(rowid)
-            self._lengths[rowid] = len(tokens)
-            self._held[rowid] = True
-            self.rows += 1
-            self.tokens += len(tokens)
+            tokens = self._count_in(rowid, terms)
             term_ids.extend([terms_index.setdefault(term, len(terms_index)) for term in tokens])
             rowids.extend([rowid] * len(tokens))
-        if rowids:
-            width = len(self._held)
-            keys = np.frombuffer(term_ids, np.int64) * width + np.frombuffer(rowids, np.int64)
-            unique, counts = np.unique(keys, return_counts=True)
-            self._fold((unique // width, unique % width, counts.astype(np.int64)))
+        self._fold_in(term_ids, rowids)
+
+    def _fold_in(self, term_ids: array[int], rowids: array[int]) -> None:
+        """Rebuild the arrays with these postings (one per term occurrence) added."""
+        if not rowids:
+            return
+        width = len(self._held)
+        keys = np.frombuffer(term_ids, np.int64) * width + np.frombuffer(rowids, np.int64)
+        unique, counts = np.unique(keys, return_counts=True)
+        self._fold((unique // width, unique % width, counts.astype(np.int64)))
 
     def remove(self, rows: Iterable[Row]) -> None:
         """Remove these rows, given with the terms they were added with (absent ones skipped)."""

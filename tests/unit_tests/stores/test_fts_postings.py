@@ -262,3 +262,10 @@ def test_compact_postings_take_a_fraction_of_a_mapping_per_term() -> None:
     postings = Postings(rows)
     distinct = sum(len(set(terms.split())) for _, terms in rows)
     assert postings.nbytes < 12 * distinct  # 4-byte rowids and counts, plus per-row arrays
+
+
+def test_a_rowid_given_twice_at_construction_keeps_its_last_terms() -> None:
+    postings = Postings([(1, "alpha beta"), (2, "beta"), (1, "gamma"), (3, "gamma beta")])
+    assert postings.top(["alpha"], k=5) == []
+    assert [rowid for rowid, _ in postings.top(["gamma"], k=5)] == [1, 3]
+    assert (postings.rows, postings.tokens) == (3, 4)
