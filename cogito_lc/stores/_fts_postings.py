@@ -181,6 +181,15 @@ class Postings:
         order = np.lexsort((held, -scores))[:k]
         return [(int(held[i]), float(scores[i])) for i in order]
 
+    def document_frequency(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many rows hold each of ``terms`` (a term no row holds is left out).
+
+        The numbers FTS5's ``fts5vocab`` table gives, without reading the term's
+        postings from the file.
+        """
+        held = {term: len(self._postings_of(term)[0]) for term in terms}
+        return {term: rows for term, rows in held.items() if rows}
+
     def _postings_of(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """The live postings of ``term``: rowids and counts."""
         index = self._terms.get(term)

@@ -448,6 +448,14 @@ class SqliteLexicalIndex:
         return stats
 
     def _read_stats(self, terms: Sequence[str]) -> CorpusStats:
+        """The statistics from the postings in memory when current, else from the file.
+
+        ``fts5vocab`` counts a term's rows by reading its postings: about 0.1 ms
+        a term at 100,000 memories, where the postings in memory hold the count.
+        """
+        in_memory = self._stats_in_memory(terms)
+        if in_memory is not None:
+            return in_memory
         rows, tokens = self._conn.execute("SELECT rows, tokens FROM stats").fetchone()
         marks = ", ".join("?" * len(terms))
         frequency = self._conn.execute(
@@ -455,6 +463,19 @@ class SqliteLexicalIndex:
             list(terms),
         ).fetchall()
         return CorpusStats(rows=rows, tokens=tokens, document_frequency=dict(frequency))
+
+    def _stats_in_memory(self, terms: Sequence[str]) -> CorpusStats | None:
+        """The statistics the postings in memory give, or None when they are not current."""
+        if not self.postings_in_memory or not self._postings.is_current(self._conn):
+            return None
+        postings = self._postings.current(self._conn)
+        if postings is None:
+            return None
+        return CorpusStats(
+            rows=postings.rows,
+            tokens=postings.tokens,
+            document_frequency=postings.document_frequency(terms),
+        )
 
     def scores(
         self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None

@@ -112,6 +112,20 @@ def test_in_memory_search_equals_fts5_through_upserts_replacements_and_deletes(
     _assert_same_ranking(memory, sql)
 
 
+def test_scores_from_the_postings_statistics_equal_fts5vocab_through_writes(
+    pair: tuple[SqliteLexicalIndex, SqliteLexicalIndex],
+) -> None:
+    memory, sql = pair
+    rng = random.Random(7)
+    ids = [f"d{i}" for i in range(200)]
+    for step in range(3):
+        memory.upsert([_doc(rng, doc_id) for doc_id in ids[step::2]])
+        memory.delete(ids[step::9])
+        assert memory.postings_ready
+        for query in QUERIES:
+            assert memory.scores(query, ids) == sql.scores(query, ids), (step, query)
+
+
 def test_a_write_by_another_connection_is_seen_by_the_next_search(
     pair: tuple[SqliteLexicalIndex, SqliteLexicalIndex],
 ) -> None:
