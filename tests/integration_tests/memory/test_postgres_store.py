@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 
+import numpy as np
 import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -74,6 +75,24 @@ def test_a_small_scope_among_many_is_searched_exactly(pg_url: str, pg_collection
     few.store_many(["alpha note", "beta note", "gamma note"])
     found = few.search("a query unlike any note", k=5)
     assert sorted(d.page_content for d, _ in found) == ["alpha note", "beta note", "gamma note"]
+
+
+def test_stored_vectors_are_the_rows_float32_vectors_while_the_text_is_current(
+    pg_url: str, pg_collection: str
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=32)
+    memory = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "a"})
+    first, second = memory.store("alpha note"), memory.store("beta note")
+    adapter = memory._store
+    texts = {second.id or "": "beta note", first.id or "": "alpha note"}
+    vectors = adapter.stored_vectors(texts, {"user_id": "a"})
+    assert vectors is not None
+    expected = [embeddings.embed_query("beta note"), embeddings.embed_query("alpha note")]
+    for vector, wanted in zip(vectors, expected, strict=True):
+        assert vector.dtype == np.float32
+        assert np.array_equal(vector, np.asarray(wanted, dtype=np.float32))
+    assert adapter.stored_vectors({first.id or "": "other text"}, {"user_id": "a"}) is None
+    assert adapter.stored_vectors(texts, {"user_id": "b"}) is None
 
 
 def test_lexical_run_is_postgres_full_text(
