@@ -49,7 +49,8 @@ class LexicalSync:
     Before the first read, interrupted writes are re-synced from the vector
     store and an index that was missing or unreadable is rebuilt from it. After
     that, at most once per ``check_interval`` seconds the document counts of
-    the two are compared; when they differ (a write made to the vector store
+    the two are compared, on a thread of its own so that no read waits for it;
+    when they differ (a write made to the vector store
     directly, or by a process that died mid-write), the ids are compared and the
     index reconciled, with a warning logged. A change of text under an existing
     id made outside MemoryStore keeps the count: :meth:`reindex` rebuilds all.
@@ -87,6 +88,8 @@ class LexicalSync:
         self._lock = threading.RLock()
         self._started = False
         self._checked_at = float("-inf")
+        self._due_now = False
+        self._checking = False
         self._version = 0
         self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}
 
@@ -117,7 +120,7 @@ class LexicalSync:
 
     def check_now(self) -> None:
         """Compare the index with the vector store on the next read (after direct writes)."""
-        self._checked_at = float("-inf")
+        self._due_now = True
 
     # -- reads --------------------------------------------------------------------
 
@@ -197,16 +200,44 @@ class LexicalSync:
             self._guarded(load)
 
     def ensure_current(self) -> None:
-        """Start up (recover, rebuild) once, then check the counts at most once per interval."""
+        """Start up (recover, rebuild) once, then check the counts at most once per interval.
+
+        After start-up the periodic check runs on a thread of its own, so a read never
+        waits for it (counting a million memories takes a good part of a second); a
+        ``check_interval`` of 0 or :meth:`check_now` makes the next read check first.
+        """
         if getattr(self.index, "mirrors_store", False):
             return  # the index is the store's own table (Postgres): always in step
-        if self._started and time.monotonic() - self._checked_at < self.check_interval:
+        if self._started and not self._due_now and self.check_interval > 0:
+            if time.monotonic() - self._checked_at >= self.check_interval:
+                self._check_in_background()
             return
         with self._lock:
             if not self._started:
                 self._start()
-            elif time.monotonic() - self._checked_at >= self.check_interval:
+            elif self._due_now or time.monotonic() - self._checked_at >= self.check_interval:
+                self._due_now = False
                 self.reconcile()
+
+    def _check_in_background(self) -> None:
+        with self._lock:
+            if self._checking:
+                return
+            self._checking = True
+            self._checked_at = time.monotonic()
+        threading.Thread(
+            target=self._background_check, name="cogito-lexical-check", daemon=True
+        ).start()
+
+    def _background_check(self) -> None:
+        """Reconcile when the counts differ; a failure is logged and retried at the next check."""
+        try:
+            if self.adapter.count() != self._guarded(self.index.count):
+                self.reconcile()
+        except Exception:
+            logger.exception("lexical index: the periodic count check failed")
+        finally:
+            self._checking = False
 
     def _start(self) -> None:
         reason = getattr(self.index, "rebuild_reason", None)

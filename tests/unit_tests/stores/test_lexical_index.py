@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -364,3 +366,28 @@ def test_warm_up_starts_the_index_and_reads_its_postings_before_any_search(
     assert index.postings_ready
     assert _ids(restarted.search("kiln", k=2)) == ["k"]
     index.close()
+
+
+def test_the_periodic_count_check_runs_beside_reads_and_reconciles(persistent: Chroma) -> None:
+    sync = LexicalSync(persistent, check_interval=0.01)
+    persistent.add_texts(["billing runs on port 8083"], ids=["port"])
+    assert _ids(sync.search("8083", k=3)) == ["port"]  # start-up builds the index at once
+    counting, release = threading.Event(), threading.Event()
+    count = sync.adapter.count
+
+    def slow_count() -> int:
+        counting.set()
+        assert release.wait(10)
+        return count()
+
+    sync.adapter.count = slow_count  # type: ignore[method-assign]
+    persistent.add_texts(["error E4711 means the ledger lock timed out"], ids=["rare"])
+    time.sleep(0.02)
+    assert _ids(sync.search("8083", k=3)) == ["port"]  # starts the check, does not wait for it
+    assert counting.wait(5)
+    assert _ids(sync.search("E4711", k=3)) == []  # still checking, still not waiting
+    release.set()
+    deadline = time.monotonic() + 10
+    while _ids(sync.search("E4711", k=3)) != ["rare"]:
+        assert time.monotonic() < deadline, "the direct write was never reconciled"
+        time.sleep(0.02)
