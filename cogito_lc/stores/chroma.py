@@ -382,7 +382,7 @@ class ChromaAdapter(BatchedSearchAdapter):
                 for doc_id, vector in zip(page["ids"], page["embeddings"], strict=True)
                 if vector is not None
             }
-            found.update(self._not_found(rows, min(k, total)))
+            found.update(self._not_found(rows, min(k, total), total))
         return found
 
     def reindex(self, vectors: Mapping[str, Any], *, k: int = 3) -> list[str]:
@@ -394,16 +394,17 @@ class ChromaAdapter(BatchedSearchAdapter):
         if not vectors:
             return []
         self.collection.update(ids=list(vectors), embeddings=list(vectors.values()))
-        return list(self._not_found(vectors, min(k, int(self.collection.count()))))
+        total = int(self.collection.count())
+        return list(self._not_found(vectors, min(k, total), total))
 
-    def _not_found(self, rows: Mapping[str, Any], k: int) -> dict[str, Any]:
+    def _not_found(self, rows: Mapping[str, Any], k: int, total: int) -> dict[str, Any]:
         """The rows a search for their own vector misses, at ``k`` and again much wider.
 
         A near duplicate (not an exact one) can hide a row from a narrow
         approximate search; a row the wide search still misses is unreachable.
+        ``total``: the rows in the collection (counting a million takes seconds).
         """
         missed = self._missed_at(rows, k)
-        total = int(self.collection.count())
         wide = min(total, max(_WIDE_CHECK, 10 * k))
         return self._missed_at(missed, wide) if missed and wide > k else missed
 
