@@ -391,3 +391,30 @@ def test_the_periodic_count_check_runs_beside_reads_and_reconciles(persistent: C
     while _ids(sync.search("E4711", k=3)) != ["rare"]:
         assert time.monotonic() < deadline, "the direct write was never reconciled"
         time.sleep(0.02)
+
+
+def test_a_read_does_not_wait_for_a_reconcile_under_way(persistent: Chroma) -> None:
+    sync = LexicalSync(persistent, check_interval=0.01)
+    persistent.add_texts(["billing runs on port 8083"], ids=["port"])
+    assert _ids(sync.search("8083", k=3)) == ["port"]
+    reconciling, release = threading.Event(), threading.Event()
+    ids = sync.index.ids
+
+    def slow_ids() -> set[str]:
+        reconciling.set()
+        assert release.wait(10)
+        return ids()
+
+    sync.index.ids = slow_ids  # type: ignore[method-assign]
+    persistent.add_texts(["error E4711 means the ledger lock timed out"], ids=["rare"])
+    time.sleep(0.02)
+    sync.search("8083", k=3)  # starts the check, which reconciles holding the sync's lock
+    assert reconciling.wait(5)
+    time.sleep(0.02)  # past the interval: the next read would start another check
+    reader = threading.Thread(target=sync.search, args=("8083", 3))
+    reader.start()
+    reader.join(timeout=2)
+    done = not reader.is_alive()
+    release.set()
+    reader.join()
+    assert done, "a read waited for the reconcile"
