@@ -466,9 +466,7 @@ class SqliteLexicalIndex:
 
     def _stats_in_memory(self, terms: Sequence[str]) -> CorpusStats | None:
         """The statistics the postings in memory give, or None when they are not current."""
-        if not self.postings_in_memory or not self._postings.is_current(self._conn):
-            return None
-        postings = self._postings.current(self._conn)
+        postings = self._postings.if_current(self._conn) if self.postings_in_memory else None
         if postings is None:
             return None
         return CorpusStats(
