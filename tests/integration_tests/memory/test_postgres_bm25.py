@@ -242,7 +242,6 @@ def test_past_the_budget_a_common_term_is_estimated_not_counted(
     pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
-    monkeypatch.setattr(postgres_lexical, "CANDIDATES", 3)
     memory = _memory(pg_url, pg_collection)
     scope = memory.scoped({"user_id": "a"})
     scope.store_many([f"common words in note number {i}" for i in range(40)])
@@ -261,3 +260,32 @@ def test_past_the_budget_a_common_term_is_estimated_not_counted(
     exact = PostgresLexicalIndex(index.adapter, posting_budget=1_000)
     [(_, exact_score)] = exact.search("common zebra", k=1, where={"user_id": "a"})
     assert hits[0][1] == pytest.approx(exact_score)
+
+
+def test_a_term_past_the_count_limit_is_estimated_below_the_budget(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_lexical, "COUNT_LIMIT", 3)
+    memory = _memory(pg_url, pg_collection)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"common words in note number {i}" for i in range(40)])
+    scope.store_many([f"frequent term in line {i}" for i in range(6)])
+    zebra = scope.store("one common frequent line about the zebra")
+    index = _index(memory)
+    with index.adapter.database.connection() as conn:
+        before = index._read_weights(conn, ["frequent", "zebra"], {"user_id": "a"})
+    assert before is not None
+    assert before.frequency["frequent"] == 4  # no statistics yet: the count reached
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{pg_collection}"')
+    index = PostgresLexicalIndex(index.adapter)  # the planner's statistics are read afresh
+    with index.adapter.database.connection() as conn:
+        weights = index._read_weights(conn, ["common", "frequent", "zebra"], {"user_id": "a"})
+    assert weights is not None
+    assert index.posting_budget == postgres_lexical.POSTING_BUDGET  # far above the rows
+    assert weights.frequency["zebra"] == 1  # counted
+    assert weights.frequency["common"] == 41  # estimated: the planner's share of the rows
+    assert weights.frequency["frequent"] == 7
+    hits = index.search("common frequent zebra", k=3, where={"user_id": "a"})
+    assert hits[0][0].id == zebra.id
+    assert len(hits) == 3
