@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
@@ -167,7 +167,7 @@ def search(
     cache: VectorCache,
     copies: bool = False,
     within: Sequence[str] | None = None,
-    lexical: Sequence[Document] = (),
+    lexical: Sequence[Document] | Callable[[], Sequence[Document]] = (),
 ) -> SearchResult:
     """Run one search per query vector, fetching ``fetch_ks[i]`` documents for query ``i``.
 
@@ -179,14 +179,16 @@ def search(
     that can ranks exactly those documents instead of searching its index.
     The ``lexical`` run's documents (from a lexical index) join the pool as
     :attr:`SearchResult.lexical_run`, read with the searched ones where the store
-    reads documents after an ids-only search.
+    reads documents after an ids-only search. Given as a function, the lexical run
+    is asked for after the vector searches (it runs beside them meanwhile); only
+    for a store that does not read documents by id.
     """
-    stored = _stored_vectors(cache, lexical, copies=copies)
+    stored = _stored_vectors(cache, () if callable(lexical) else lexical, copies=copies)
     if within is not None and store.searches_within:
         runs = store.search_within(within, vectors, fetch_ks, search_kwargs, stored)
     else:
         runs = store.search_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored, search_kwargs, lexical)
+    return _collect(runs, stored, search_kwargs, lexical() if callable(lexical) else lexical)
 
 
 async def asearch(
@@ -199,10 +201,10 @@ async def asearch(
     cache: VectorCache,
     copies: bool = False,
     within: Sequence[str] | None = None,
-    lexical: Sequence[Document] = (),
+    lexical: Sequence[Document] | Callable[[], Awaitable[Sequence[Document]]] = (),
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
-    stored = _stored_vectors(cache, lexical, copies=copies)
+    stored = _stored_vectors(cache, () if callable(lexical) else lexical, copies=copies)
     if within is not None and store.searches_within:
         loop = asyncio.get_running_loop()
         runs = await loop.run_in_executor(
@@ -210,7 +212,8 @@ async def asearch(
         )
     else:
         runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
-    return _collect(runs, stored, search_kwargs, lexical)
+    corpus_top = await lexical() if callable(lexical) else lexical
+    return _collect(runs, stored, search_kwargs, corpus_top)
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:

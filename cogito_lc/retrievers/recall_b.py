@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_cu
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
@@ -450,11 +452,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         decomposition, keep, k = self._prepare(query, kwargs)
+        original = decomposition.queries[0]
+        beside = self._lexical_beside_search()
         # The lexical run needs no vector: it runs first, and its documents are
-        # read from the store with the vector runs' in one call.
-        lexical = self._lexical_run(decomposition.queries[0])
+        # read from the store with the vector runs' in one call; or, when the
+        # database runs it, beside the vector searches.
+        lexical: _Lexical | Future[_Lexical] = (None, []) if beside else self._lexical_run(original)
         plan = self.subquery_plan()
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
+        if beside:
+            lexical = _lexical_pool().submit(self._lexical_run, original)
         docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=True, keep=keep)
         if not _search.confirm(self._store, docs, found, self._cache):
             self.refresh_lexical_index()
@@ -472,7 +479,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition: Decomposition,
         plan: SubqueryPlan,
         vectors: Vector,
-        lexical: tuple[_LexicalRun | None, list[Document]],
+        lexical: _Lexical | Future[_Lexical],
         k: int,
         *,
         copies: bool,
@@ -480,9 +487,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     ) -> tuple[list[Document], _search.SearchResult]:
         """Search, fuse and rank; with ``copies``, documents the cache holds are not read.
 
-        ``keep`` drops the candidates of versions this call does not return.
+        ``keep`` drops the candidates of versions this call does not return. A
+        lexical run still under way is waited for once the vector searches are done.
         """
-        hits, corpus_top = lexical
+        corpus_top = _corpus_documents(lexical)
         search_kwargs, post_filter = self._pushdown()
         found = _search.search(
             self._store,
@@ -495,6 +503,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             within=self._small_scope(search_kwargs),
             lexical=corpus_top,
         )
+        hits = (lexical.result() if isinstance(lexical, Future) else lexical)[0]
         self._settle_lexical(found, post_filter, keep)
         _search.fill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
@@ -518,8 +527,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition, keep, k = self._prepare(query, kwargs)
         loop = asyncio.get_running_loop()
         original = decomposition.queries[0]
-        lexical = await loop.run_in_executor(None, self._lexical_run, original)
+        beside = self._lexical_beside_search()
+        lexical: _Lexical | asyncio.Future[_Lexical] = (
+            (None, []) if beside else await loop.run_in_executor(None, self._lexical_run, original)
+        )
         plan, vectors = await self._aplan_vectors(decomposition)
+        if beside:
+            lexical = loop.run_in_executor(None, self._lexical_run, original)
         docs, found = await self._arecall(
             decomposition, plan, vectors, lexical, k, copies=True, keep=keep
         )
@@ -550,14 +564,18 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition: Decomposition,
         plan: SubqueryPlan,
         vectors: Vector,
-        lexical: tuple[_LexicalRun | None, list[Document]],
+        lexical: _Lexical | asyncio.Future[_Lexical],
         k: int,
         *,
         copies: bool,
         keep: _Keep = None,
     ) -> tuple[list[Document], _search.SearchResult]:
         """Async :meth:`_recall`."""
-        hits, corpus_top = lexical
+
+        async def awaited_top() -> list[Document]:
+            return (await lexical)[1] if isinstance(lexical, asyncio.Future) else lexical[1]
+
+        corpus_top = awaited_top if isinstance(lexical, asyncio.Future) else lexical[1]
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         within = await loop.run_in_executor(None, self._small_scope, search_kwargs)
@@ -572,11 +590,23 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             within=within,
             lexical=corpus_top,
         )
+        hits = (await lexical if isinstance(lexical, asyncio.Future) else lexical)[0]
         self._settle_lexical(found, post_filter, keep)
         await _search.afill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
+
+    def _lexical_beside_search(self) -> bool:
+        """Whether the lexical run goes to the database while the vector searches do.
+
+        So when the database runs the lexical search (``runs_in_database``) and
+        the store reads its documents with the search, not by id after it.
+        """
+        index = self.lexical_index
+        if index is None and self._lexical is not None:
+            index = self._lexical.index
+        return bool(getattr(index, "runs_in_database", False)) and not self._store.reads_by_id
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""
@@ -735,6 +765,33 @@ class _LexicalRun:
         if unknown:
             self._known.update(self._index.scores(self._query, unknown, self._where))
         return {key: self._known[key] for key in keys}
+
+
+_Lexical = tuple[_LexicalRun | None, list[Document]]
+"""A lexical run and its top documents."""
+
+_lexical_threads: list[Executor] = []
+_lexical_threads_lock = threading.Lock()
+
+
+def _lexical_pool() -> Executor:
+    """The threads lexical runs wait for the database on, beside the vector searches."""
+    with _lexical_threads_lock:
+        if not _lexical_threads:
+            _lexical_threads.append(
+                ContextThreadPoolExecutor(max_workers=8, thread_name_prefix="cogito-lexical")
+            )
+        return _lexical_threads[0]
+
+
+def _corpus_documents(
+    lexical: _Lexical | Future[_Lexical],
+) -> list[Document] | Callable[[], list[Document]]:
+    """The lexical run's documents, or a function waiting for them when it is under way."""
+    if isinstance(lexical, Future):
+        pending = lexical
+        return lambda: pending.result()[1]
+    return lexical[1]
 
 
 def _method_tag(decomposition: Decomposition, found: _search.SearchResult) -> str:

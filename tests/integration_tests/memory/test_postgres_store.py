@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -290,3 +291,40 @@ def test_snapshot_and_vocab_map_built_on_one_replica_are_served_by_another(
     elsewhere = _memory(pg_url, f"{pg_collection}_b", embeddings)
     assert load_snapshot(elsewhere) is None
     assert elsewhere.vocab_map is None
+
+
+def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
+    pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many(
+        [
+            "The billing service listens on port 8083.",
+            "Auth tokens expire after 3600 seconds.",
+            "Deploys run every Tuesday after the standup.",
+            "The staging database is Postgres 16 with pgvector.",
+        ]
+    )
+    recall = scope.as_retriever(k=3)
+    assert recall._lexical_beside_search() is True
+    searched_on: list[int] = []
+    original_search = PostgresLexicalIndex.search
+
+    def recording_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
+        searched_on.append(threading.get_ident())
+        return original_search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PostgresLexicalIndex, "search", recording_search)
+    query = "which port does billing listen on?"
+    beside = recall.invoke(query)
+    beside_async = asyncio.run(recall.ainvoke(query))
+    assert searched_on and threading.get_ident() not in searched_on
+    monkeypatch.setattr(type(recall), "_lexical_beside_search", lambda _self: False)
+    in_turn = recall.invoke(query)
+    assert searched_on[-1] == threading.get_ident()
+    assert [(doc.id, doc.page_content) for doc in beside] == [
+        (doc.id, doc.page_content) for doc in in_turn
+    ]
+    assert [doc.id for doc in beside_async] == [doc.id for doc in in_turn]
+    assert "port 8083" in beside[0].page_content
