@@ -235,7 +235,9 @@ class PostgresLexicalIndex:
         A term the planner's statistics show in more rows of the scope than
         :data:`COUNT_LIMIT` (or the posting budget, when lower) is not counted row
         by row: its frequency is their estimate. The others are counted, each count
-        stopping past that limit.
+        stopping past that limit; one found past it all the same (the table not yet
+        analysed, or the term common since) is counted again up to the budget, and
+        past the budget its count is a lower bound.
         """
         scope_sql, scope_params = where_to_sql(scope_part(where))
         row = conn.execute(
@@ -255,9 +257,10 @@ class PostgresLexicalIndex:
         }
         rest = [term for term in terms if term not in common]
         counted = self._frequency(conn, rest, scope_sql, scope_params, limit) if rest else {}
-        for term, count in counted.items():
-            if count > limit:  # a lower bound where the statistics say nothing
-                counted[term] = min(rows, max(count, round(shares.get(term, 0.0) * rows)))
+        unknown = [term for term, count in counted.items() if count > limit]
+        if unknown and limit < self.posting_budget:  # common, yet the statistics say nothing
+            budget = self.posting_budget
+            counted.update(self._frequency(conn, unknown, scope_sql, scope_params, budget))
         found = {**counted, **common}
         held = {term: found[term] for term in terms if found.get(term)}
         if not held:
@@ -327,8 +330,8 @@ class _TermWeights:
     rows: int
     tokens: int
     frequency: Mapping[str, int]
-    """Rows holding each term (terms held only): counted up to :data:`COUNT_LIMIT`, past
-    it the planner's estimate (or the count, when that is higher)."""
+    """Rows holding each term (terms held only): counted, or past :data:`COUNT_LIMIT`
+    the planner's estimate."""
 
     def idf(self) -> dict[str, float]:
         """Each held term's inverse document frequency, as FTS5 computes it."""
