@@ -478,16 +478,13 @@ def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -
     """Mean share of the exact BM25 top 10 that RecallB's lexical search returns.
 
     The search is the one RecallB runs (through its :class:`LexicalSync`: in
-    memory when the scope is the whole index, else FTS5, bounded); the exact
-    top 10 comes from FTS5 without a bound.
+    memory when the scope is the whole index, else FTS5 or Postgres, bounded); the
+    exact top 10 comes from the same engine without a bound.
     """
-    from cogito_lc.stores import SqliteLexicalIndex
-
     sync = getattr(recall, "lexical_sync", None)
-    index = getattr(sync, "index", None)
-    if sync is None or not isinstance(index, SqliteLexicalIndex) or not queries:
+    exact = _unbounded(getattr(sync, "index", None))
+    if sync is None or exact is None or not queries:
         return None
-    exact = SqliteLexicalIndex(index.path, posting_budget=2**62, postings_in_memory=False)
     try:
         shares = []
         for query in queries:
@@ -495,8 +492,19 @@ def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -
             found = {doc.id for doc, _ in sync.search(query, TOP_K, where)}
             shares.append(len(full & found) / len(full) if full else 1.0)
     finally:
-        exact.close()
+        getattr(exact, "close", lambda: None)()
     return round(sum(shares) / len(shares), 3)
+
+
+def _unbounded(index: Any) -> Any:
+    """The lexical engine of ``index`` with no bound on the rows it counts and ranks."""
+    from cogito_lc.stores import PostgresLexicalIndex, SqliteLexicalIndex
+
+    if isinstance(index, SqliteLexicalIndex):
+        return SqliteLexicalIndex(index.path, posting_budget=2**62, postings_in_memory=False)
+    if isinstance(index, PostgresLexicalIndex):
+        return PostgresLexicalIndex(index.adapter, posting_budget=2**62, count_limit=2**62)
+    return None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

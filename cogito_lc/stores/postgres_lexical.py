@@ -85,7 +85,7 @@ class PostgresLexicalIndex:
     conditions of ``where`` narrow what is returned in the same statement.
 
     A query's cost is bounded: the rows of the scope holding each term are
-    counted first, each count stopping past :data:`COUNT_LIMIT` (or
+    counted first, each count stopping past ``count_limit`` (or
     ``posting_budget``, when lower). When the terms match more rows than
     ``posting_budget`` in all, the candidates are the rows holding the
     rarest terms that fit the budget (at most ``posting_budget`` rows), each
@@ -115,15 +115,28 @@ class PostgresLexicalIndex:
     runs_in_database = True
     """Searches run in the database server: a recall sends one beside its vector searches."""
 
-    def __init__(self, adapter: PostgresAdapter, *, posting_budget: int | None = None) -> None:
+    def __init__(
+        self,
+        adapter: PostgresAdapter,
+        *,
+        posting_budget: int | None = None,
+        count_limit: int | None = None,
+    ) -> None:
         budget = POSTING_BUDGET if posting_budget is None else posting_budget
         if budget < 1:
             msg = f"posting_budget must be at least 1 (rows ranked per search), got {budget}."
+            raise ValueError(msg)
+        limit = COUNT_LIMIT if count_limit is None else count_limit
+        if limit < 1:
+            msg = f"count_limit must be at least 1 (rows counted per query term), got {limit}."
             raise ValueError(msg)
         self.adapter = adapter
         self.table = adapter.table
         self.posting_budget = budget
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
+        self.count_limit = limit
+        """Rows counted per query term, at most (default :data:`COUNT_LIMIT`); the
+        posting budget when lower."""
         self.stats = f'"{stats_table(adapter.binding.table)}"'
         """The table of per-scope BM25 counters."""
         self._kept_weights: dict[_WeightsKey, tuple[float, _TermWeights | None]] = {}
@@ -233,7 +246,7 @@ class PostgresLexicalIndex:
         """The scope's counters and each term's rows in it.
 
         A term the planner's statistics show in more rows of the scope than
-        :data:`COUNT_LIMIT` (or the posting budget, when lower) is not counted row
+        ``count_limit`` (or the posting budget, when lower) is not counted row
         by row: its frequency is their estimate. The others are counted, each count
         stopping past that limit; one found past it all the same (the table not yet
         analysed, or the term common since) is counted again up to the budget, and
@@ -248,7 +261,7 @@ class PostgresLexicalIndex:
         rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
         if rows <= 0:
             return None
-        limit = min(self.posting_budget, COUNT_LIMIT)
+        limit = min(self.posting_budget, self.count_limit)
         shares = self._term_shares(conn) if rows > limit else {}
         common = {
             term: min(rows, round(shares[term] * rows))
@@ -330,7 +343,7 @@ class _TermWeights:
     rows: int
     tokens: int
     frequency: Mapping[str, int]
-    """Rows holding each term (terms held only): counted, or past :data:`COUNT_LIMIT`
+    """Rows holding each term (terms held only): counted, or past the count limit
     the planner's estimate."""
 
     def idf(self) -> dict[str, float]:

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import psycopg
-from langchain_core.embeddings import Embeddings
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
+from cogito_lc import MemoryStore
 from cogito_lc.bench.locomo import (
     build_methods,
     build_unit,
@@ -22,6 +23,8 @@ from cogito_lc.bench.locomo import (
     postgres_store,
 )
 from cogito_lc.bench.locomo import postgres_url as locomo_postgres_url
+from cogito_lc.bench.scale import _lexical_agreement
+from cogito_lc.retrievers import RecallB
 from cogito_lc.stores import PostgresLexicalIndex
 from tests.integration_tests.bench.test_locomo_embeddings import write_sample_with_evidence
 
@@ -114,3 +117,24 @@ def test_service_benchmark_measures_each_replica_count_over_one_postgres(
     )
     assert refused.returncode == 2
     assert "--replicas needs --store postgres" in refused.stderr
+
+
+def test_scale_lexical_agreement_is_measured_against_an_unbounded_postgres_search(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = MemoryStore.from_database_url(
+        pg_url, embeddings=DeterministicFakeEmbedding(size=8), collection=pg_collection
+    )
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"shared words in note {i} about topic {i % 3}" for i in range(30)])
+    recall = scope.as_retriever(k=3)
+    assert isinstance(recall, RecallB)
+    queries = ["shared words topic 1", "note 7", "topic 2 words"]
+    assert _lexical_agreement(recall, queries, {"user_id": "a"}) == 1.0  # below every bound
+    assert recall.lexical_sync is not None
+    index = recall.lexical_sync.index
+    assert isinstance(index, PostgresLexicalIndex)
+    index.posting_budget = 2  # past the budget: the rarest terms' rows only
+    bounded = _lexical_agreement(recall, queries, {"user_id": "a"})
+    assert bounded is not None
+    assert bounded < 1.0
