@@ -14,6 +14,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from cogito_lc import MemoryStore
+from cogito_lc.retrievers import RecallB
 from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
 from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter
 from tests.integration_tests.conftest import EXAMPLES_DATA
@@ -307,6 +308,7 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
         ]
     )
     recall = scope.as_retriever(k=3)
+    assert isinstance(recall, RecallB)
     assert recall._lexical_beside_search() is True
     searched_on: list[int] = []
     original_search = PostgresLexicalIndex.search
@@ -319,7 +321,8 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     query = "which port does billing listen on?"
     beside = recall.invoke(query)
     beside_async = asyncio.run(recall.ainvoke(query))
-    assert searched_on and threading.get_ident() not in searched_on
+    assert searched_on
+    assert threading.get_ident() not in searched_on
     monkeypatch.setattr(type(recall), "_lexical_beside_search", lambda _self: False)
     in_turn = recall.invoke(query)
     assert searched_on[-1] == threading.get_ident()
