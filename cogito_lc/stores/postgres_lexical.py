@@ -93,7 +93,9 @@ class PostgresLexicalIndex:
     the column show in more rows than that limit is not counted: its document
     frequency is their estimate. Results are exact when every term is held by
     fewer rows than the limit and all together by fewer than the budget; past
-    the budget a memory holding none of the rare terms is not considered.
+    the budget a memory holding none of the rare terms is not considered. The
+    rows of counted terms are taken first, so an estimate below a term's true
+    count never pushes a rarer term's rows out.
 
     Example:
         ```python
@@ -174,21 +176,48 @@ class PostgresLexicalIndex:
             weights = self._weights(conn, terms, where, reuse=False)
             if weights is None:
                 return []
-            if sum(weights.frequency.values()) <= self.posting_budget:
-                held = _tsquery(list(weights.frequency))
-            else:
-                held = _tsquery(rarest_terms(weights.frequency, self.posting_budget))
-            candidates = (
-                f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} "  # noqa: S608
-                f"WHERE content_tsv @@ to_tsquery('simple', %s) AND {sql} LIMIT %s"
-            )
+            candidates, candidate_params = self._candidates(weights, sql, params)
             ranked = _SCORED.format(candidates=candidates, ranked=_RANKED)
             rows = conn.execute(
                 f"{ranked} SELECT {SELECT_COLUMNS}, s.score FROM {self.table} AS m "  # noqa: S608
                 f"JOIN s ON m.seq = s.hit WHERE {sql} ORDER BY s.score DESC, s.hit",
-                [held, *params, self.posting_budget, *weights.params(), k, *params],
+                [*candidate_params, *weights.params(), k, *params],
             ).fetchall()
         return [(row_document(row[:-1]), float(row[-1])) for row in rows]
+
+    def _candidates(
+        self, weights: _TermWeights, sql: str, params: list[Any]
+    ) -> tuple[str, list[Any]]:
+        """The statement picking the rows a search scores, and its parameters.
+
+        No more rows than the posting budget: all the rows holding a query term
+        when their counts fit it, else those holding the rarest terms that fit.
+        The rows of counted terms go in whole; those of terms whose frequency is
+        the planner's estimate fill the rest of the budget. A table-wide estimate
+        can be far below a scope's count, and its rows must not push out a rare
+        term's.
+        """
+        frequency = weights.frequency
+        budget = self.posting_budget
+        chosen = (
+            list(frequency)
+            if sum(frequency.values()) <= budget
+            else rarest_terms(frequency, budget)
+        )
+        counted = [term for term in chosen if term not in weights.estimated]
+        estimated = [term for term in chosen if term in weights.estimated]
+        room = budget - sum(frequency[term] for term in counted)
+        select = f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} WHERE "  # noqa: S608
+        holding = "content_tsv @@ to_tsquery('simple', %s)"
+        if not counted or not estimated or room <= 0:
+            terms = counted or estimated
+            return f"{select}{holding} AND {sql} LIMIT %s", [_tsquery(terms), *params, budget]
+        first, rest = _tsquery(counted), _tsquery(estimated)
+        statement = (
+            f"({select}{holding} AND {sql} LIMIT %s) UNION ALL "
+            f"({select}{holding} AND NOT {holding} AND {sql} LIMIT %s)"
+        )
+        return statement, [first, *params, budget, rest, first, *params, room]
 
     def scores(
         self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
@@ -278,7 +307,9 @@ class PostgresLexicalIndex:
         held = {term: found[term] for term in terms if found.get(term)}
         if not held:
             return None
-        return _TermWeights(rows=rows, tokens=tokens, frequency=held)
+        return _TermWeights(
+            rows=rows, tokens=tokens, frequency=held, estimated=frozenset(common)
+        )
 
     def _frequency(
         self, conn: Any, terms: list[str], sql: str, params: list[Any], limit: int
@@ -345,6 +376,8 @@ class _TermWeights:
     frequency: Mapping[str, int]
     """Rows holding each term (terms held only): counted, or past the count limit
     the planner's estimate."""
+    estimated: frozenset[str] = frozenset()
+    """The terms whose frequency is the planner's estimate, not a count."""
 
     def idf(self) -> dict[str, float]:
         """Each held term's inverse document frequency, as FTS5 computes it."""

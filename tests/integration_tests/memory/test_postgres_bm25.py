@@ -302,3 +302,26 @@ def test_a_term_past_the_count_limit_is_estimated_below_the_budget(
     hits = index.search("common frequent zebra", k=3, where={"user_id": "a"})
     assert hits[0][0].id == zebra.id
     assert len(hits) == 3
+
+
+def test_a_low_estimate_never_pushes_a_counted_terms_rows_out(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_lexical, "COUNT_LIMIT", 3)
+    memory = _memory(pg_url, pg_collection)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"common words in note number {i}" for i in range(40)])
+    zebra = scope.store("one common line about the zebra")
+    memory.scoped({"user_id": "b"}).store_many([f"other line {i}" for i in range(400)])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{pg_collection}"')
+    index = PostgresLexicalIndex(_index(memory).adapter, posting_budget=5)
+    with index.adapter.database.connection() as conn:
+        weights = index._read_weights(conn, ["common", "zebra"], {"user_id": "a"})
+    assert weights is not None
+    # A tenth of the table holds "common": the estimate is a tenth of the scope's 41 rows.
+    assert weights.estimated == {"common"}
+    assert weights.frequency["common"] < 10
+    assert weights.frequency["zebra"] == 1
+    hits = index.search("common zebra", k=1, where={"user_id": "a"})
+    assert [doc.id for doc, _ in hits] == [zebra.id]
