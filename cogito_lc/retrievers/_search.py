@@ -183,6 +183,7 @@ def search(
     is asked for after the vector searches (it runs beside them meanwhile); only
     for a store that does not read documents by id.
     """
+    _check_deferred(store, lexical)
     stored = _stored_vectors(cache, () if callable(lexical) else lexical, copies=copies)
     if within is not None and store.searches_within:
         runs = store.search_within(within, vectors, fetch_ks, search_kwargs, stored)
@@ -204,6 +205,7 @@ async def asearch(
     lexical: Sequence[Document] | Callable[[], Awaitable[Sequence[Document]]] = (),
 ) -> SearchResult:
     """Async :func:`search`: sub-searches run concurrently."""
+    _check_deferred(store, lexical)
     stored = _stored_vectors(cache, () if callable(lexical) else lexical, copies=copies)
     if within is not None and store.searches_within:
         loop = asyncio.get_running_loop()
@@ -214,6 +216,20 @@ async def asearch(
         runs = await store.asearch_by_vectors(queries, vectors, fetch_ks, search_kwargs, stored)
     corpus_top = await lexical() if callable(lexical) else lexical
     return _collect(runs, stored, search_kwargs, corpus_top)
+
+
+def _check_deferred(store: StoreAdapter, lexical: object) -> None:
+    """Refuse a lexical run given as a function to a store that reads documents by id.
+
+    Such a store reads the lexical run's documents in its own search call, so it
+    needs them before the search starts.
+    """
+    if callable(lexical) and store.reads_by_id:
+        msg = (
+            f"{type(store).__name__} reads the lexical run's documents with its search: "
+            "pass them as a list (run the lexical search first), not as a function."
+        )
+        raise ValueError(msg)
 
 
 def _from_cache(result: SearchResult, cache: VectorCache) -> dict[str, str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import datetime
 from typing import Any
@@ -462,7 +463,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
         if beside:
             lexical = _lexical_pool().submit(self._lexical_run, original)
-        docs, found = self._recall(decomposition, plan, vectors, lexical, k, copies=True, keep=keep)
+        with _abandoned_on_error(lexical):
+            docs, found = self._recall(
+                decomposition, plan, vectors, lexical, k, copies=True, keep=keep
+            )
         if not _search.confirm(self._store, docs, found, self._cache):
             self.refresh_lexical_index()
             lexical = self._lexical_run(decomposition.queries[0])
@@ -534,9 +538,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         plan, vectors = await self._aplan_vectors(decomposition)
         if beside:
             lexical = loop.run_in_executor(None, self._lexical_run, original)
-        docs, found = await self._arecall(
-            decomposition, plan, vectors, lexical, k, copies=True, keep=keep
-        )
+        with _abandoned_on_error(lexical):
+            docs, found = await self._arecall(
+                decomposition, plan, vectors, lexical, k, copies=True, keep=keep
+            )
         confirmed = await loop.run_in_executor(
             None, _search.confirm, self._store, docs, found, self._cache
         )
@@ -782,6 +787,23 @@ def _lexical_pool() -> Executor:
                 ContextThreadPoolExecutor(max_workers=8, thread_name_prefix="cogito-lexical")
             )
         return _lexical_threads[0]
+
+
+@contextlib.contextmanager
+def _abandoned_on_error(
+    lexical: _Lexical | Future[_Lexical] | asyncio.Future[_Lexical],
+) -> Iterator[None]:
+    """Cancel a lexical run still waiting for a thread when the search fails.
+
+    A run already under way finishes on its own connection; its result is
+    dropped with the failed recall.
+    """
+    try:
+        yield
+    except BaseException:
+        if isinstance(lexical, Future | asyncio.Future):
+            lexical.cancel()
+        raise
 
 
 def _corpus_documents(

@@ -310,22 +310,31 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     recall = scope.as_retriever(k=3)
     assert isinstance(recall, RecallB)
     assert recall._lexical_beside_search() is True
-    searched_on: list[int] = []
+    vectors_searched = threading.Event()
+    overlapped: list[bool] = []
     original_search = PostgresLexicalIndex.search
+    original_vectors = PostgresAdapter.search_by_vectors
 
-    def recording_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
-        searched_on.append(threading.get_ident())
+    def waiting_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
+        # In flight beside the vector searches, it sees them start before it ends.
+        overlapped.append(vectors_searched.wait(timeout=2.0))
         return original_search(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(PostgresLexicalIndex, "search", recording_search)
+    def signalling_vectors(self: PostgresAdapter, *args: object) -> object:
+        vectors_searched.set()
+        return original_vectors(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PostgresLexicalIndex, "search", waiting_search)
+    monkeypatch.setattr(PostgresAdapter, "search_by_vectors", signalling_vectors)
     query = "which port does billing listen on?"
     beside = recall.invoke(query)
+    vectors_searched.clear()
     beside_async = asyncio.run(recall.ainvoke(query))
-    assert searched_on
-    assert threading.get_ident() not in searched_on
+    assert overlapped == [True, True]
     monkeypatch.setattr(type(recall), "_lexical_beside_search", lambda _self: False)
+    vectors_searched.clear()
     in_turn = recall.invoke(query)
-    assert searched_on[-1] == threading.get_ident()
+    assert overlapped == [True, True, False]  # in turn, the lexical run ends first
     assert [(doc.id, doc.page_content) for doc in beside] == [
         (doc.id, doc.page_content) for doc in in_turn
     ]
