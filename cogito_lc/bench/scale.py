@@ -482,8 +482,10 @@ def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -
     exact top 10 comes from the same engine without a bound.
     """
     sync = getattr(recall, "lexical_sync", None)
-    exact = _unbounded(getattr(sync, "index", None))
-    if sync is None or exact is None or not queries:
+    if sync is None or not queries:
+        return None
+    exact = _unbounded(sync.index)
+    if exact is None:
         return None
     try:
         shares = []
