@@ -80,6 +80,20 @@ def _filled(pg_url: str, collection: str) -> tuple[MemoryStore, dict[str, str]]:
     return memory, texts
 
 
+def _common_and_zebra(memory: MemoryStore) -> str:
+    """Forty notes of user a sharing "common", then one holding "zebra" too: its id."""
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"common words in note number {i}" for i in range(40)])
+    zebra = scope.store("one common line about the zebra").id
+    assert zebra is not None
+    return zebra
+
+
+def _analyse(pg_url: str, collection: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{collection}"')
+
+
 def _python_bm25(query: str, corpus: list[str]) -> dict[str, float]:
     terms = list(dict.fromkeys(lexical_terms(query)))
     documents = [lexical_terms(text) for text in corpus]
@@ -243,11 +257,8 @@ def test_past_the_budget_a_common_term_is_estimated_not_counted(
 ) -> None:
     monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
     memory = _memory(pg_url, pg_collection)
-    scope = memory.scoped({"user_id": "a"})
-    scope.store_many([f"common words in note number {i}" for i in range(40)])
-    zebra = scope.store("one common line about the zebra")
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'ANALYZE "{pg_collection}"')
+    zebra = _common_and_zebra(memory)
+    _analyse(pg_url, pg_collection)
     index = _index(memory)
     assert index.posting_budget == 5
     with index.adapter.database.connection() as conn:
@@ -256,7 +267,7 @@ def test_past_the_budget_a_common_term_is_estimated_not_counted(
     assert weights.frequency["zebra"] == 1  # counted
     assert weights.frequency["common"] == 41  # the planner's share of the rows: all of them
     hits = index.search("common zebra", k=1, where={"user_id": "a"})
-    assert [doc.id for doc, _ in hits] == [zebra.id]
+    assert [doc.id for doc, _ in hits] == [zebra]
     exact = PostgresLexicalIndex(index.adapter, posting_budget=1_000)
     [(_, exact_score)] = exact.search("common zebra", k=1, where={"user_id": "a"})
     assert hits[0][1] == pytest.approx(exact_score)
@@ -309,12 +320,9 @@ def test_a_low_estimate_never_pushes_a_counted_terms_rows_out(
 ) -> None:
     monkeypatch.setattr(postgres_lexical, "COUNT_LIMIT", 3)
     memory = _memory(pg_url, pg_collection)
-    scope = memory.scoped({"user_id": "a"})
-    scope.store_many([f"common words in note number {i}" for i in range(40)])
-    zebra = scope.store("one common line about the zebra")
+    zebra = _common_and_zebra(memory)
     memory.scoped({"user_id": "b"}).store_many([f"other line {i}" for i in range(400)])
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'ANALYZE "{pg_collection}"')
+    _analyse(pg_url, pg_collection)
     index = PostgresLexicalIndex(_index(memory).adapter, posting_budget=5)
     with index.adapter.database.connection() as conn:
         weights = index._read_weights(conn, ["common", "zebra"], {"user_id": "a"})
@@ -324,4 +332,4 @@ def test_a_low_estimate_never_pushes_a_counted_terms_rows_out(
     assert weights.frequency["common"] < 10
     assert weights.frequency["zebra"] == 1
     hits = index.search("common zebra", k=1, where={"user_id": "a"})
-    assert [doc.id for doc, _ in hits] == [zebra.id]
+    assert [doc.id for doc, _ in hits] == [zebra]

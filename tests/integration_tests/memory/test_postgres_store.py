@@ -317,7 +317,7 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
 
     def waiting_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
         # In flight beside the vector searches, it sees them start before it ends.
-        overlapped.append(vectors_searched.wait(timeout=2.0))
+        overlapped.append(vectors_searched.wait(timeout=5.0))
         return original_search(self, *args, **kwargs)  # type: ignore[arg-type]
 
     def signalling_vectors(self: PostgresAdapter, *args: object) -> object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,8 +28,15 @@ def _memory_store(embeddings: HashEmbeddings) -> InMemoryVectorStore:
     return store
 
 
-def _vectors(embeddings: HashEmbeddings) -> np.ndarray:
-    return np.asarray([embeddings.embed_query(QUERY)], dtype=np.float32)
+def _arguments(embeddings: HashEmbeddings) -> dict[str, Any]:
+    """What every search here is given but its store and lexical run."""
+    return {
+        "queries": [QUERY],
+        "vectors": np.asarray([embeddings.embed_query(QUERY)], dtype=np.float32),
+        "fetch_ks": [2],
+        "search_kwargs": {},
+        "cache": VectorCache(max_size=0),
+    }
 
 
 def _deferred(adapter: StoreAdapter, order: list[str]) -> list[Document]:
@@ -50,11 +58,7 @@ def test_the_deferred_run_is_asked_for_after_the_vector_searches(
     monkeypatch.setattr(type(adapter), "search_by_vectors", spy)
     found = _search.search(
         adapter,
-        [QUERY],
-        _vectors(embeddings),
-        fetch_ks=[2],
-        search_kwargs={},
-        cache=VectorCache(max_size=0),
+        **_arguments(embeddings),
         lexical=lambda: _deferred(adapter, order),
     )
     assert order == ["vectors searched", "lexical asked"]
@@ -74,11 +78,7 @@ def test_async_awaits_the_deferred_run_after_the_vector_searches(
     found = asyncio.run(
         _search.asearch(
             adapter,
-            [QUERY],
-            _vectors(embeddings),
-            fetch_ks=[2],
-            search_kwargs={},
-            cache=VectorCache(max_size=0),
+            **_arguments(embeddings),
             lexical=deferred,
         )
     )
@@ -94,11 +94,7 @@ def test_a_store_reading_by_id_refuses_a_deferred_run(
     with pytest.raises(ValueError, match="pass them as a list"):
         _search.search(
             adapter,
-            [QUERY],
-            _vectors(embeddings),
-            fetch_ks=[2],
-            search_kwargs={},
-            cache=VectorCache(max_size=0),
+            **_arguments(embeddings),
             lexical=list,
         )
 
