@@ -190,26 +190,15 @@ class PostgresLexicalIndex:
     ) -> tuple[str, list[Any]]:
         """The statement picking the rows a search scores, and its parameters.
 
-        No more rows than the posting budget: all the rows holding a query term
-        when their counts fit it, else those holding the rarest terms that fit.
-        The rows of counted terms go in whole; those of terms whose frequency is
-        the planner's estimate fill the rest of the budget. A table-wide estimate
-        can be far below a scope's count, and its rows must not push out a rare
-        term's.
+        No more rows than the posting budget (see :func:`_chosen_terms`): the
+        rows of the counted terms chosen, then those of the estimated ones that
+        hold none of them.
         """
-        frequency = weights.frequency
         budget = self.posting_budget
-        chosen = (
-            list(frequency)
-            if sum(frequency.values()) <= budget
-            else rarest_terms(frequency, budget)
-        )
-        counted = [term for term in chosen if term not in weights.estimated]
-        estimated = [term for term in chosen if term in weights.estimated]
-        room = budget - sum(frequency[term] for term in counted)
+        counted, estimated, held = _chosen_terms(weights, budget)
         select = f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} WHERE "  # noqa: S608
         holding = "content_tsv @@ to_tsquery('simple', %s)"
-        if not counted or not estimated or room <= 0:
+        if not counted or not estimated:
             terms = counted or estimated
             return f"{select}{holding} AND {sql} LIMIT %s", [_tsquery(terms), *params, budget]
         first, rest = _tsquery(counted), _tsquery(estimated)
@@ -217,7 +206,7 @@ class PostgresLexicalIndex:
             f"({select}{holding} AND {sql} LIMIT %s) UNION ALL "
             f"({select}{holding} AND NOT {holding} AND {sql} LIMIT %s)"
         )
-        return statement, [first, *params, budget, rest, first, *params, room]
+        return statement, [first, *params, held, rest, first, *params, budget - held]
 
     def scores(
         self, query: str, ids: Sequence[str], where: Mapping[str, Any] | None = None
@@ -307,9 +296,7 @@ class PostgresLexicalIndex:
         held = {term: found[term] for term in terms if found.get(term)}
         if not held:
             return None
-        return _TermWeights(
-            rows=rows, tokens=tokens, frequency=held, estimated=frozenset(common)
-        )
+        return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frozenset(common))
 
     def _frequency(
         self, conn: Any, terms: list[str], sql: str, params: list[Any], limit: int
@@ -388,6 +375,33 @@ class _TermWeights:
         idf = self.idf()
         average = self.tokens / self.rows if self.tokens > 0 else 1.0
         return [K1 + 1, K1, B, B, average, list(idf), list(idf), list(idf.values())]
+
+
+def _chosen_terms(weights: _TermWeights, budget: int) -> tuple[list[str], list[str], int]:
+    """The counted and the estimated terms whose rows are a search's candidates.
+
+    The rarest counted terms whose rows fit ``budget`` come first (all of them
+    when they fit), then the rarest estimated terms whose rows fit what is left.
+    A table-wide estimate can be far below a scope's own count: an estimated
+    term never takes a counted term's place. The third value is the counted
+    terms' rows (the budget at most). With no counted term, the rarest estimated
+    terms that fit the budget.
+    """
+    frequency = weights.frequency
+    counts = {term: n for term, n in frequency.items() if term not in weights.estimated}
+    estimates = {term: n for term, n in frequency.items() if term in weights.estimated}
+    if not counts:
+        return [], rarest_terms(estimates, budget), 0
+    counted = rarest_terms(counts, budget)
+    held = min(budget, sum(counts[term] for term in counted))
+    estimated: list[str] = []
+    room = budget - held
+    for term in sorted(estimates, key=estimates.__getitem__):
+        if estimates[term] > room:
+            break
+        estimated.append(term)
+        room -= estimates[term]
+    return counted, estimated, held
 
 
 def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from cogito_lc.stores.postgres import (
     redact_url,
     where_to_sql,
 )
-from cogito_lc.stores.postgres_lexical import _tsquery
+from cogito_lc.stores.postgres_lexical import _chosen_terms, _TermWeights, _tsquery
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,37 @@ def test_a_database_that_stopped_answering_is_503_with_retry_after() -> None:
     assert error is not None
     assert error.status_code == 503
     assert error.headers == {"Retry-After": "2"}
+
+
+def _weights(counted: dict[str, int], estimated: dict[str, int]) -> _TermWeights:
+    return _TermWeights(
+        rows=100_000,
+        tokens=1_000_000,
+        frequency={**counted, **estimated},
+        estimated=frozenset(estimated),
+    )
+
+
+@pytest.mark.parametrize(
+    ("counted", "estimated", "chosen"),
+    [
+        # Everything fits the budget: every term's rows.
+        ({"zebra": 3, "port": 40}, {"the": 900}, (["zebra", "port"], ["the"], 43)),
+        # An estimate below a counted term's count never takes its place.
+        ({"billing": 1_500}, {"what": 600}, (["billing"], [], 1_500)),
+        # Estimated terms fill what the counted ones leave, rarest first.
+        ({"port": 1_200}, {"what": 900, "is": 700}, (["port"], ["is"], 1_200)),
+        # No counted term: the rarest estimated terms that fit, at least one.
+        ({}, {"what": 3_000, "is": 2_500}, ([], ["is"], 0)),
+        # A count past the budget (a lower bound) gives way to a rarer counted term;
+        # alone, its rows fill the budget.
+        ({"common": 2_001, "rare": 5}, {"the": 600}, (["rare"], ["the"], 5)),
+        ({"common": 2_001}, {"the": 600}, (["common"], [], 2_000)),
+    ],
+)
+def test_counted_terms_are_chosen_before_estimated_ones(
+    counted: dict[str, int],
+    estimated: dict[str, int],
+    chosen: tuple[list[str], list[str], int],
+) -> None:
+    assert _chosen_terms(_weights(counted, estimated), 2_000) == chosen
