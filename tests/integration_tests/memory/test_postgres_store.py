@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psycopg
@@ -14,7 +15,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from cogito_lc import MemoryStore
-from cogito_lc.retrievers import RecallB
+from cogito_lc.retrievers import RecallB, recall_b
 from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
 from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter
 from tests.integration_tests.conftest import EXAMPLES_DATA
@@ -311,13 +312,14 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     assert isinstance(recall, RecallB)
     assert recall._lexical_beside_search() is True
     vectors_searched = threading.Event()
+    patience = [5.0]  # seconds a lexical search waits to see the vector searches start
     overlapped: list[bool] = []
     original_search = PostgresLexicalIndex.search
     original_vectors = PostgresAdapter.search_by_vectors
 
     def waiting_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
         # In flight beside the vector searches, it sees them start before it ends.
-        overlapped.append(vectors_searched.wait(timeout=5.0))
+        overlapped.append(vectors_searched.wait(timeout=patience[0]))
         return original_search(self, *args, **kwargs)  # type: ignore[arg-type]
 
     def signalling_vectors(self: PostgresAdapter, *args: object) -> object:
@@ -333,6 +335,7 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     assert overlapped == [True, True]
     monkeypatch.setattr(type(recall), "_lexical_beside_search", lambda _self: False)
     vectors_searched.clear()
+    patience[0] = 0.0
     in_turn = recall.invoke(query)
     assert overlapped == [True, True, False]  # in turn, the lexical run ends first
     assert [(doc.id, doc.page_content) for doc in beside] == [
@@ -340,3 +343,38 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     ]
     assert [doc.id for doc in beside_async] == [doc.id for doc in in_turn]
     assert "port 8083" in beside[0].page_content
+
+
+def test_a_failed_recall_never_runs_its_waiting_lexical_search(
+    pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many(["The billing service listens on port 8083.", "Deploys run on Tuesdays."])
+    recall = scope.as_retriever(k=2)
+    assert isinstance(recall, RecallB)
+    assert recall._lexical_beside_search() is True
+    busy = ThreadPoolExecutor(max_workers=1)  # every thread taken: the lexical run waits
+    release = threading.Event()
+    busy.submit(release.wait, 30.0)
+    monkeypatch.setattr(recall_b, "_lexical_pool", lambda: busy)
+    searched: list[str] = []
+    original_search = PostgresLexicalIndex.search
+
+    def recording_search(self: PostgresLexicalIndex, query: str, *args: object) -> object:
+        searched.append(query)
+        return original_search(self, query, *args)  # type: ignore[arg-type]
+
+    def failing_vectors(self: PostgresAdapter, *args: object) -> object:
+        msg = "the vector search failed"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(PostgresLexicalIndex, "search", recording_search)
+    monkeypatch.setattr(PostgresAdapter, "search_by_vectors", failing_vectors)
+    try:
+        with pytest.raises(RuntimeError, match="the vector search failed"):
+            recall.invoke("which port does billing listen on?")
+    finally:
+        release.set()
+        busy.shutdown(wait=True)
+    assert searched == []  # cancelled before a thread took it

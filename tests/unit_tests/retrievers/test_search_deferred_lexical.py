@@ -67,10 +67,17 @@ def test_the_deferred_run_is_asked_for_after_the_vector_searches(
 
 
 def test_async_awaits_the_deferred_run_after_the_vector_searches(
-    embeddings: HashEmbeddings,
+    embeddings: HashEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adapter = adapter_for(_memory_store(embeddings))
     order: list[str] = []
+    searched = type(adapter).asearch_by_vectors
+
+    async def spy(self: StoreAdapter, *args: object) -> object:
+        order.append("vectors searched")
+        return await searched(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(adapter), "asearch_by_vectors", spy)
 
     async def deferred() -> list[Document]:
         return _deferred(adapter, order)
@@ -82,7 +89,7 @@ def test_async_awaits_the_deferred_run_after_the_vector_searches(
             lexical=deferred,
         )
     )
-    assert order == ["lexical asked"]
+    assert order == ["vectors searched", "lexical asked"]
     assert found.lexical_run == ["m-port"]
 
 
