@@ -85,6 +85,8 @@ can return fewer than k); one matching most of the table is searched through HNS
 
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SETTING = "database_url (COGITO_DATABASE_URL)"
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cogito_lc_schema'))"
+"""Taken by whatever changes the schema: the extension, the tables, their migrations."""
 
 _WAIT_SLICE = 0.2
 """Seconds a caller waits on the pool between two looks at the circuit breaker."""
@@ -267,7 +269,11 @@ class PostgresDatabase:
             raise DatabaseSetupError(self._describe_connect(error)) from None
         with conn:
             try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                # Under the schema lock: replicas starting together on a new database
+                # would otherwise race to create it (a unique violation for all but one).
+                with conn.transaction():
+                    conn.execute(_SCHEMA_LOCK)
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as error:
                 reason = _scrub(str(error).strip().splitlines()[0], self._url)
                 msg = (
@@ -358,7 +364,7 @@ class PostgresDatabase:
         """
         with self.transaction() as conn:
             conn.execute("SET LOCAL statement_timeout = 0")  # an index build takes its time
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('cogito_lc_schema'))")
+            conn.execute(_SCHEMA_LOCK)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS cogito_schema "
                 "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"

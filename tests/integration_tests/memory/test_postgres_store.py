@@ -7,17 +7,19 @@ import subprocess
 import sys
 import textwrap
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from psycopg import sql
 
 from cogito_lc import MemoryStore
 from cogito_lc.retrievers import RecallB, recall_b
 from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
-from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter
+from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter, PostgresDatabase
 from tests.integration_tests.conftest import EXAMPLES_DATA
 
 
@@ -264,6 +266,28 @@ def test_a_missing_database_is_named(pg_url: str, pg_collection: str) -> None:
     url = pg_url.replace("/postgres?", "/no_such_db?")
     with pytest.raises(DatabaseSetupError, match="create the database"):
         _memory(url, pg_collection, DeterministicFakeEmbedding(size=8))
+
+
+def test_replicas_starting_together_on_a_new_database_all_start(pg_url: str) -> None:
+    database = f"fresh_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    url = pg_url.replace("/postgres?", f"/{database}?")
+    starting = threading.Barrier(6)
+
+    def start() -> PostgresDatabase:
+        starting.wait()
+        return PostgresDatabase(url)  # each creates the vector extension if it is missing
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = [pool.submit(start) for _ in range(6)]
+        errors = [future.exception() for future in outcomes]
+    assert errors == [None] * 6
+    for future in outcomes:
+        future.result().close()
+    with psycopg.connect(url) as conn:
+        held = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
+        assert held.fetchone() == (1,)
 
 
 def test_snapshot_and_vocab_map_built_on_one_replica_are_served_by_another(
