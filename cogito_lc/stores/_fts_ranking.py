@@ -105,8 +105,10 @@ def bm25_scorer(terms: Sequence[str], stats: CorpusStats) -> Callable[[str], flo
     return score
 
 
-def rarest_terms(document_frequency: Mapping[str, int], budget: int) -> list[str]:
-    """The rarest terms whose postings fit ``budget`` (always at least the rarest one).
+def rarest_terms(
+    document_frequency: Mapping[str, int], budget: int, *, at_least_one: bool = True
+) -> list[str]:
+    """The rarest terms whose postings fit ``budget`` (at least the rarest one, unless told not).
 
     Example:
         ```python
@@ -115,13 +117,14 @@ def rarest_terms(document_frequency: Mapping[str, int], budget: int) -> list[str
         frequency = {"what": 9000, "caroline": 7000, "pottery": 800, "workshop": 300}
         assert rarest_terms(frequency, 5000) == ["workshop", "pottery"]
         assert rarest_terms(frequency, 10) == ["workshop"]
+        assert rarest_terms(frequency, 10, at_least_one=False) == []
         ```
     """
     chosen: list[str] = []
     postings = 0
     for term in sorted(document_frequency, key=document_frequency.__getitem__):
         held = document_frequency[term]
-        if chosen and postings + held > budget:
+        if (chosen or not at_least_one) and postings + held > budget:
             break
         chosen.append(term)
         postings += held

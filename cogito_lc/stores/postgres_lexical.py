@@ -385,22 +385,14 @@ def _chosen_terms(weights: _TermWeights, budget: int) -> tuple[list[str], list[s
     A table-wide estimate can be far below a scope's own count: an estimated
     term never takes a counted term's place. The third value is the counted
     terms' rows (the budget at most). With no counted term, the rarest estimated
-    terms that fit the budget.
+    terms that fit the budget, at least the rarest one.
     """
     frequency = weights.frequency
     counts = {term: n for term, n in frequency.items() if term not in weights.estimated}
     estimates = {term: n for term, n in frequency.items() if term in weights.estimated}
-    if not counts:
-        return [], rarest_terms(estimates, budget), 0
     counted = rarest_terms(counts, budget)
     held = min(budget, sum(counts[term] for term in counted))
-    estimated: list[str] = []
-    room = budget - held
-    for term in sorted(estimates, key=estimates.__getitem__):
-        if estimates[term] > room:
-            break
-        estimated.append(term)
-        room -= estimates[term]
+    estimated = rarest_terms(estimates, budget - held, at_least_one=not counted)
     return counted, estimated, held
 
 
