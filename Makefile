@@ -67,7 +67,12 @@ setup-browser:
 		apt-get install -y -qq --no-install-recommends chromium) || \
 		echo "WARNING: chromium could not be installed; the inspector's browser tests will skip"
 
-test: setup setup-llm setup-browser test-unit-oldest test-unit-newest
+# The unit tiers on the oldest and the newest Python run side by side, one per core, once
+# their environments are set up (one at a time: pip's cache is shared); then the whole suite.
+UNIT_VENVS := $(if $(PYTHON_OLDEST),$(STAMP_OLDEST)) $(if $(PYTHON_NEWEST),$(STAMP_NEWEST))
+
+test: setup setup-llm setup-browser $(UNIT_VENVS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit-oldest test-unit-newest
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 test-unit: setup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +87,16 @@ def test_fact_extraction_example(model_env: dict[str, str]) -> None:
 
 @pytest.mark.requires_llm
 def test_rag_chain_example(model_env: dict[str, str]) -> None:
-    done = run("rag_chain.py", model_env)
-    assert done.stdout.strip()
+    # One question (the example asks three without any): each costs a filter call and
+    # an answer of up to 512 tokens on the local model.
+    question = "How long do auth tokens last?"
+    lines = run("rag_chain.py", model_env, question).stdout.splitlines()
+    asked = lines.index(f"Q: {question}")
+    tag = re.fullmatch(r"   \[([^,\]]+), (\d+) memories\]", lines[asked + 1])
+    assert tag is not None, lines[asked + 1]
+    assert tag[1] != "None"
+    assert 1 <= int(tag[2]) <= 4
+    assert lines[asked + 2].startswith("A: ")
 
 
 def test_langgraph_agent(offline_env: dict[str, str]) -> None:
