@@ -52,7 +52,12 @@ from cogito_lc.stores.base import (
     register_adapter,
     scope_keys,
 )
-from cogito_lc.stores.postgres_bm25 import bm25_steps, check_bm25_statistics
+from cogito_lc.stores.postgres_bm25 import (
+    bm25_steps,
+    check_bm25_statistics,
+    scope_part,
+    stats_table,
+)
 
 __all__ = [
     "COLUMNS",
@@ -805,7 +810,7 @@ class PostgresAdapter(BatchedSearchAdapter):
         with self.database.connection() as conn:
             order, settings = "embedding <=> %s", list[str]()
             if where is not None:
-                order, settings = self._filtered_plan(conn, sql, params, max(ks, default=1))
+                order, settings = self._filtered_plan(conn, where, max(ks, default=1))
             # Settings, searches and commit sent at once: one round trip.
             with conn.pipeline(), conn.transaction():
                 for setting in settings:
@@ -823,23 +828,38 @@ class PostgresAdapter(BatchedSearchAdapter):
                 found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
         return found
 
-    def _filtered_plan(
-        self, conn: Any, sql: str, params: list[Any], k: int
-    ) -> tuple[str, list[str]]:
+    def _filtered_plan(self, conn: Any, where: Any, k: int) -> tuple[str, list[str]]:
         """How to order a filtered search, and the ``SET LOCAL`` statements it needs."""
         if self.database.vector_version >= (0, 8):
             return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
-        row = conn.execute(
-            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
-            f"LIMIT %s) AS matching), (SELECT count(*) FROM (SELECT 1 FROM {self.table} "
-            "LIMIT %s) AS held)",
-            [*params, EXACT_SEARCH_ROWS + 1, 2 * EXACT_SEARCH_ROWS + 2],
-        ).fetchone()
-        matching, held = (int(row[0]), int(row[1])) if row is not None else (0, 0)
+        matching, held = self._matching_and_held(conn, where)
         if matching <= EXACT_SEARCH_ROWS and 2 * matching < held:
             return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
         # Most rows match (or too many to rank exactly): HNSW, a wide candidate list.
         return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
+
+    def _matching_and_held(self, conn: Any, where: Any) -> tuple[int, int]:
+        """The rows matching ``where`` and the rows held, as far as a search plan needs them.
+
+        A filter on scope keys alone is answered by the BM25 counters, one row per
+        scope, kept in the transaction of every write; another is counted from the
+        rows, each count stopping where the plan's choice no longer changes.
+        """
+        sql, params = where_to_sql(where)
+        if scope_part(where) == where:
+            statement = (
+                f"SELECT coalesce(sum(rows) FILTER (WHERE {sql}), 0), "  # noqa: S608
+                f'coalesce(sum(rows), 0) FROM "{stats_table(self.binding.table)}"'
+            )
+        else:
+            statement = (
+                f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {sql} "  # noqa: S608
+                f"LIMIT %s) AS matching), (SELECT count(*) FROM (SELECT 1 FROM {self.table} "
+                "LIMIT %s) AS held)"
+            )
+            params = [*params, EXACT_SEARCH_ROWS + 1, 2 * EXACT_SEARCH_ROWS + 2]
+        row = conn.execute(statement, params).fetchone()
+        return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
 
 def _vectors(vectors: Sequence[Any]) -> list[Any]:

@@ -25,13 +25,20 @@ disabled by hand), with a log line.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from bm25s.stopwords import STOPWORDS_EN
 
 from cogito_lc._core.metadata import SCOPE_KEYS
 
-__all__ = ["bm25_steps", "check_bm25_statistics", "drop_bm25_statements", "stats_table"]
+__all__ = [
+    "bm25_steps",
+    "check_bm25_statistics",
+    "drop_bm25_statements",
+    "scope_part",
+    "stats_table",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -172,3 +179,37 @@ def _in_step(conn: Any, table: str) -> bool:
         f"(SELECT count(*) FROM {stats} WHERE rows < 0 OR tokens < 0)"
     ).fetchone()
     return bool(row) and row[0] == row[2] and row[1] == row[3] and row[4] == 0
+
+
+def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The conditions of ``where`` on scope keys that every match must meet, or None.
+
+    The BM25 statistics of a search are those of this scope: a filter on other
+    keys (kind, version) narrows what is returned, not the corpus.
+
+    Example:
+        ```python
+        from cogito_lc.stores.postgres_bm25 import scope_part
+
+        where = {"$and": [{"user_id": "a"}, {"kind": "rule"}]}
+        assert scope_part(where) == {"user_id": "a"}
+        assert scope_part({"$or": [{"user_id": "a"}, {"user_id": "b"}]}) is None
+        ```
+    """
+    if not where:
+        return None
+    parts: list[dict[str, Any]] = []
+
+    def walk(condition: Mapping[str, Any]) -> None:
+        for key, value in condition.items():
+            if key == "$and" and isinstance(value, list):
+                for part in value:
+                    if isinstance(part, Mapping):
+                        walk(part)
+            elif key in SCOPE_KEYS:
+                parts.append({key: value})
+
+    walk(where)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}

@@ -9,7 +9,6 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc.stores._fts_ranking import K1, B, fts5_idf, rarest_terms
 from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
 from cogito_lc.stores.postgres import (
@@ -18,7 +17,7 @@ from cogito_lc.stores.postgres import (
     row_document,
     where_to_sql,
 )
-from cogito_lc.stores.postgres_bm25 import stats_table
+from cogito_lc.stores.postgres_bm25 import scope_part, stats_table
 
 __all__ = ["PostgresLexicalIndex", "scope_part"]
 
@@ -394,40 +393,6 @@ def _chosen_terms(weights: _TermWeights, budget: int) -> tuple[list[str], list[s
     held = min(budget, sum(counts[term] for term in counted))
     estimated = rarest_terms(estimates, budget - held, at_least_one=not counted)
     return counted, estimated, held
-
-
-def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The conditions of ``where`` on scope keys that every match must meet, or None.
-
-    The BM25 statistics of a search are those of this scope: a filter on other
-    keys (kind, version) narrows what is returned, not the corpus.
-
-    Example:
-        ```python
-        from cogito_lc.stores.postgres_lexical import scope_part
-
-        where = {"$and": [{"user_id": "a"}, {"kind": "rule"}]}
-        assert scope_part(where) == {"user_id": "a"}
-        assert scope_part({"$or": [{"user_id": "a"}, {"user_id": "b"}]}) is None
-        ```
-    """
-    if not where:
-        return None
-    parts: list[dict[str, Any]] = []
-
-    def walk(condition: Mapping[str, Any]) -> None:
-        for key, value in condition.items():
-            if key == "$and" and isinstance(value, list):
-                for part in value:
-                    if isinstance(part, Mapping):
-                        walk(part)
-            elif key in SCOPE_KEYS:
-                parts.append({key: value})
-
-    walk(where)
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
 def _terms(query: str) -> list[str]:

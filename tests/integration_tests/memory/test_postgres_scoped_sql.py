@@ -328,14 +328,14 @@ UNSCOPED = {
         "an id given by the caller may be held in another scope, a conflict it reports)",
     ),
     "rows held": Unscoped(
-        'SELECT (... matching), (SELECT count(*) FROM (SELECT 1 FROM "memories" LIMIT $3) AS held)',
+        'SELECT coalesce(sum(rows) FILTER (WHERE ...), 0), coalesce(sum(rows), 0) FROM "memories_bm25"',
         _pattern(
-            r'SELECT \(SELECT count\(\*\) FROM \(SELECT 1 FROM "memories" WHERE .*\) AS '
-            r'matching\), \(SELECT count\(\*\) FROM \(SELECT 1 FROM "memories" LIMIT \$\d+\) '
-            r"AS held\)"
+            r"SELECT coalesce\(sum\(rows\) FILTER \(WHERE .*\), 0\), "
+            r'coalesce\(sum\(rows\), 0\) FROM "memories_bm25"'
         ),
         "PostgresAdapter._filtered_plan (pgvector before 0.8, as pgserver bundles): the rows "
-        "of the whole table are counted to choose exact or HNSW search",
+        "held in the whole table are summed from the BM25 counters to choose exact or HNSW "
+        "search",
     ),
 }
 """Statements sent in scoped operations that do not filter on the scope."""

@@ -82,6 +82,30 @@ def test_a_small_scope_among_many_is_searched_exactly(pg_url: str, pg_collection
     assert sorted(d.page_content for d, _ in found) == ["alpha note", "beta note", "gamma note"]
 
 
+def test_a_scope_filter_plans_from_the_counters_as_the_rows_would(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=32))
+    memory.scoped({"user_id": "a"}).store_many([f"a note {i}" for i in range(5)])
+    memory.scoped({"user_id": "b", "agent_id": "x"}).store_many(["b note", "b other"])
+    memory.store("a note without a scope")
+    memory.delete(memory.scoped({"user_id": "a"}).list(limit=1)[0].id or "")
+    adapter = memory._store
+    wheres = [
+        {"user_id": "a"},
+        {"user_id": {"$in": ["a", "b"]}},
+        {"user_id": {"$ne": "a"}},
+        {"agent_id": "x"},
+        {"user_id": "nobody"},
+    ]
+    with adapter.database.connection() as conn:
+        planned = [adapter._matching_and_held(conn, where) for where in wheres]
+        mixed = adapter._matching_and_held(conn, {"$and": [{"user_id": "a"}, {"kind": "note"}]})
+    assert planned == [(adapter.count(where), adapter.count()) for where in wheres]
+    assert planned[0] == (4, 7)
+    assert mixed == (0, 7)  # another key: counted from the rows
+
+
 def test_stored_vectors_are_the_rows_float32_vectors_while_the_text_is_current(
     pg_url: str, pg_collection: str
 ) -> None:
