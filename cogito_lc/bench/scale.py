@@ -272,7 +272,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
         vector.append(_timed_ms(partial(target.search, query, k=TOP_K)))
         idle.append(_timed_ms(partial(recall.invoke, query)))
     rss_idle = _rss_mb()
-    agreement = _lexical_agreement(recall, queries, {"user_id": TARGET_SCOPE})
+    lexical = lexical_quality(recall, queries, {"user_id": TARGET_SCOPE})
     writes: list[float] = []
     after_write: list[float] = []
     for query in _bar(spec, queries, "recall after write"):
@@ -294,7 +294,7 @@ def run_load(spec: CaseSpec) -> dict[str, Any]:
         },
         "first_recall_after_load_ms": round(first_ms, 1),
         "subquery_vectors": path,
-        "lexical_top10_agreement": agreement,
+        **({"lexical_top10_agreement": None} | lexical),
         "latency_ms": {
             "vector": _stats(vector),
             "recall_idle": _stats(idle),
@@ -474,28 +474,45 @@ def _reopened(restart: dict[str, Any]) -> str:
     return f"{vector:.1f} / {recall:.1f} ms ({restart['recall_to_vector']:.1f}x)"
 
 
-def _lexical_agreement(recall: Any, queries: list[str], where: dict[str, Any]) -> float | None:
-    """Mean share of the exact BM25 top 10 that RecallB's lexical search returns.
+def lexical_quality(recall: Any, queries: list[str], where: dict[str, Any]) -> dict[str, float]:
+    """How close RecallB's bounded lexical search comes to the exact BM25 top 10.
 
     The search is the one RecallB runs (through its :class:`LexicalSync`: in
     memory when the scope is the whole index, else FTS5 or Postgres, bounded); the
-    exact top 10 comes from the same engine without a bound.
+    exact top 10 comes from the same engine without a bound. Two views, each a
+    mean over ``queries``:
+
+    - ``lexical_top10_agreement``: the share of the exact top 10's memories found;
+    - ``lexical_top10_score_share``: the exact BM25 score of what was found, as a
+      share of the exact top 10's (near-duplicates of a missed memory count here),
+      with its worst question as ``lexical_top10_worst_score_share``.
+
+    Empty when the engine has no unbounded form (bm25s ranks exactly).
     """
     sync = getattr(recall, "lexical_sync", None)
-    if sync is None or not queries:
-        return None
-    exact = _unbounded(sync.index)
+    exact = None if sync is None or not queries else _unbounded(sync.index)
     if exact is None:
-        return None
+        return {}
     try:
-        shares = []
-        for query in queries:
-            full = {doc.id for doc, _ in exact.search(query, TOP_K, where)}
-            found = {doc.id for doc, _ in sync.search(query, TOP_K, where)}
-            shares.append(len(full & found) / len(full) if full else 1.0)
+        shares = [_lexical_shares(exact, sync, query, where) for query in queries]
     finally:
         getattr(exact, "close", lambda: None)()
-    return round(sum(shares) / len(shares), 3)
+    agreement, score_share = (list(values) for values in zip(*shares, strict=True))
+    return {
+        "lexical_top10_agreement": round(sum(agreement) / len(agreement), 3),
+        "lexical_top10_score_share": round(sum(score_share) / len(score_share), 3),
+        "lexical_top10_worst_score_share": round(min(score_share), 3),
+    }
+
+
+def _lexical_shares(exact: Any, bounded: Any, query: str, where: Any) -> tuple[float, float]:
+    """The share of the exact top 10 ``bounded`` finds for ``query``, and of its BM25 score."""
+    full = {doc.id: score for doc, score in exact.search(query, TOP_K, where)}
+    if not full:
+        return 1.0, 1.0
+    found = [doc.id for doc, _ in bounded.search(query, TOP_K, where)]
+    scores = exact.scores(query, found, where)
+    return len(full.keys() & set(found)) / len(full), sum(scores.values()) / sum(full.values())
 
 
 def _unbounded(index: Any) -> Any:

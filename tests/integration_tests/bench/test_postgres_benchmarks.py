@@ -23,7 +23,7 @@ from cogito_lc.bench.locomo import (
     postgres_store,
 )
 from cogito_lc.bench.locomo import postgres_url as locomo_postgres_url
-from cogito_lc.bench.scale import _lexical_agreement
+from cogito_lc.bench.scale import lexical_quality
 from cogito_lc.retrievers import RecallB
 from cogito_lc.stores import PostgresLexicalIndex
 from tests.integration_tests.bench.test_locomo_embeddings import write_sample_with_evidence
@@ -119,7 +119,7 @@ def test_service_benchmark_measures_each_replica_count_over_one_postgres(
     assert "--replicas needs --store postgres" in refused.stderr
 
 
-def test_scale_lexical_agreement_is_measured_against_an_unbounded_postgres_search(
+def test_scale_lexical_quality_is_measured_against_an_unbounded_postgres_search(
     pg_url: str, pg_collection: str
 ) -> None:
     memory = MemoryStore.from_database_url(
@@ -130,11 +130,18 @@ def test_scale_lexical_agreement_is_measured_against_an_unbounded_postgres_searc
     recall = scope.as_retriever(k=3)
     assert isinstance(recall, RecallB)
     queries = ["shared words topic 1", "note 7", "topic 2 words"]
-    assert _lexical_agreement(recall, queries, {"user_id": "a"}) == 1.0  # below every bound
+    exact = lexical_quality(recall, queries, {"user_id": "a"})  # below every bound
+    assert exact == {
+        "lexical_top10_agreement": 1.0,
+        "lexical_top10_score_share": 1.0,
+        "lexical_top10_worst_score_share": 1.0,
+    }
     assert recall.lexical_sync is not None
     index = recall.lexical_sync.index
     assert isinstance(index, PostgresLexicalIndex)
     index.posting_budget = 2  # past the budget: the rarest terms' rows only
-    bounded = _lexical_agreement(recall, queries, {"user_id": "a"})
-    assert bounded is not None
-    assert bounded < 1.0
+    bounded = lexical_quality(recall, queries, {"user_id": "a"})
+    assert bounded["lexical_top10_agreement"] < 1.0
+    share = bounded["lexical_top10_score_share"]
+    assert bounded["lexical_top10_worst_score_share"] <= share < 1.0
+    assert share > 0.0

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.unit_tests.bench.locomo_sample import write_locomo_sample
 
 MEMORIES = 300
@@ -35,6 +37,16 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def check_latency(stats: dict[str, Any]) -> None:
     assert stats["n"] == QUERIES
     assert 0 < stats["p50"] <= stats["p95"] <= stats["max"] < 60_000
+
+
+def check_lexical_quality(run: dict[str, Any]) -> None:
+    """FTS5 against itself unbounded: 300 memories are below every bound."""
+    agreement = run["lexical_top10_agreement"]
+    share, worst = run["lexical_top10_score_share"], run["lexical_top10_worst_score_share"]
+    assert agreement is not None
+    assert 0.9 <= agreement <= 1.0
+    assert worst == pytest.approx(1.0)  # ties may be ordered apart, never scored apart
+    assert share == pytest.approx(1.0)
 
 
 def check_run(run: dict[str, Any], layout: str) -> None:
@@ -64,6 +76,7 @@ def check_run(run: dict[str, Any], layout: str) -> None:
     }
     assert all(value > 0 for value in ratios.values())
     assert run["subquery_vectors"] == "batch"  # HashEmbeddings: no model to take spans from
+    check_lexical_quality(run)
     restart = run["restart"]
     assert restart["open_s"] > 0
     assert restart["first_recall_ms"] > 0
