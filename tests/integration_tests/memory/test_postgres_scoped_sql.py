@@ -328,7 +328,8 @@ UNSCOPED = {
         "an id given by the caller may be held in another scope, a conflict it reports)",
     ),
     "rows held": Unscoped(
-        'SELECT coalesce(sum(rows) FILTER (WHERE ...), 0), coalesce(sum(rows), 0) FROM "memories_bm25"',
+        "SELECT coalesce(sum(rows) FILTER (WHERE ...), 0), coalesce(sum(rows), 0) "
+        'FROM "memories_bm25"',
         _pattern(
             r"SELECT coalesce\(sum\(rows\) FILTER \(WHERE .*\), 0\), "
             r'coalesce\(sum\(rows\), 0\) FROM "memories_bm25"'
