@@ -810,7 +810,8 @@ class PostgresAdapter(BatchedSearchAdapter):
         with self.database.connection() as conn:
             order, settings = "embedding <=> %s", list[str]()
             if where is not None:
-                order, settings = self._filtered_plan(conn, where, max(ks, default=1))
+                widest = max(ks, default=1)
+                order, settings = self._filtered_plan(conn, where, sql, params, widest)
             # Settings, searches and commit sent at once: one round trip.
             with conn.pipeline(), conn.transaction():
                 for setting in settings:
@@ -828,24 +829,31 @@ class PostgresAdapter(BatchedSearchAdapter):
                 found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
         return found
 
-    def _filtered_plan(self, conn: Any, where: Any, k: int) -> tuple[str, list[str]]:
-        """How to order a filtered search, and the ``SET LOCAL`` statements it needs."""
+    def _filtered_plan(
+        self, conn: Any, where: Any, sql: str, params: list[Any], k: int
+    ) -> tuple[str, list[str]]:
+        """How to order a search filtered by ``where`` (``sql`` and ``params`` in SQL).
+
+        Returns the order and the ``SET LOCAL`` statements it needs.
+        """
         if self.database.vector_version >= (0, 8):
             return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
-        matching, held = self._matching_and_held(conn, where)
+        matching, held = self._matching_and_held(conn, where, sql, params)
         if matching <= EXACT_SEARCH_ROWS and 2 * matching < held:
             return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
         # Most rows match (or too many to rank exactly): HNSW, a wide candidate list.
         return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
 
-    def _matching_and_held(self, conn: Any, where: Any) -> tuple[int, int]:
-        """The rows matching ``where`` and the rows held, as far as a search plan needs them.
+    def _matching_and_held(
+        self, conn: Any, where: Any, sql: str, params: list[Any]
+    ) -> tuple[int, int]:
+        """The rows matching ``where`` (``sql`` and ``params`` in SQL) and the rows held.
 
-        A filter on scope keys alone is answered by the BM25 counters, one row per
-        scope, kept in the transaction of every write; another is counted from the
-        rows, each count stopping where the plan's choice no longer changes.
+        As far as a search plan needs them: a filter on scope keys alone is answered
+        by the BM25 counters, one row per scope, kept in the transaction of every
+        write; another is counted from the rows, each count stopping where the
+        plan's choice no longer changes.
         """
-        sql, params = where_to_sql(where)
         if scope_part(where) == where:
             statement = (
                 f"SELECT coalesce(sum(rows) FILTER (WHERE {sql}), 0), "  # noqa: S608

@@ -19,7 +19,12 @@ from psycopg import sql
 from cogito_lc import MemoryStore
 from cogito_lc.retrievers import RecallB, recall_b
 from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
-from cogito_lc.stores.postgres import DatabaseSetupError, PostgresAdapter, PostgresDatabase
+from cogito_lc.stores.postgres import (
+    DatabaseSetupError,
+    PostgresAdapter,
+    PostgresDatabase,
+    where_to_sql,
+)
 from tests.integration_tests.conftest import EXAMPLES_DATA
 
 
@@ -98,9 +103,12 @@ def test_a_scope_filter_plans_from_the_counters_as_the_rows_would(
         {"agent_id": "x"},
         {"user_id": "nobody"},
     ]
+    mixed_where = {"$and": [{"user_id": "a"}, {"kind": "note"}]}
     with adapter.database.connection() as conn:
-        planned = [adapter._matching_and_held(conn, where) for where in wheres]
-        mixed = adapter._matching_and_held(conn, {"$and": [{"user_id": "a"}, {"kind": "note"}]})
+        planned = [
+            adapter._matching_and_held(conn, where, *where_to_sql(where)) for where in wheres
+        ]
+        mixed = adapter._matching_and_held(conn, mixed_where, *where_to_sql(mixed_where))
     assert planned == [(adapter.count(where), adapter.count()) for where in wheres]
     assert planned[0] == (4, 7)
     assert mixed == (0, 7)  # another key: counted from the rows
