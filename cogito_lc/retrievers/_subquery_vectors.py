@@ -40,6 +40,7 @@ from langchain_core.embeddings import Embeddings
 
 from cogito_lc._core.model_lock import model_lock
 from cogito_lc._core.text import word_spans
+from cogito_lc.embeddings.threads import leaving_a_core
 from cogito_lc.retrievers._per_object import PerObject
 
 __all__ = [
@@ -303,7 +304,7 @@ def _span_vectors(plan: SubqueryPlan, queries: Sequence[str]) -> Matrix:
 def embed_with_plan(plan: SubqueryPlan, embeddings: Embeddings, queries: Sequence[str]) -> Matrix:
     """Vectors for ``queries`` (the original first) along ``plan``'s path."""
     if plan.mode == "span":
-        with model_lock(plan.model):
+        with model_lock(plan.model), leaving_a_core(len(queries)):
             return _span_vectors(plan, queries)
     if plan.mode == "per_query":
         return np.asarray([embeddings.embed_query(q) for q in queries], np.float32)
