@@ -30,6 +30,7 @@ from cogito_lc.stores import Run, StoreAdapter, StoredVectors
 
 __all__ = [
     "SearchResult",
+    "add_vectors",
     "afill_vectors",
     "asearch",
     "confirm",
@@ -262,6 +263,17 @@ def _store_vectors(
         array = np.asarray(vector, dtype=np.float32)
         result.vectors[key] = array
         cache.put(_cache_key(key, text), array, group=key)
+
+
+def add_vectors(result: SearchResult, read: Mapping[str, tuple[str, Matrix]]) -> None:
+    """Give pool documents the vectors read elsewhere (by id, with the text they were read with).
+
+    A vector read with other text than the pool's document (written in between) is not taken.
+    """
+    for key, doc in result.pool.items():
+        entry = read.get(doc.id or "")
+        if entry is not None and entry[0] == doc.page_content:
+            result.vectors.setdefault(key, entry[1])
 
 
 def fill_vectors(

@@ -59,6 +59,7 @@ from cogito_lc.stores import ChromaAdapter, StoreAdapter, adapter_for, cosine_sc
 from cogito_lc.stores.bm25s_index import Bm25Index, ChromaBm25Source
 from cogito_lc.stores.lexical_index import LexicalIndex
 from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
+from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
 
 __all__ = ["RECALL_B_EVENT", "RecallB"]
 
@@ -454,16 +455,17 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     ) -> list[Document]:
         decomposition, keep, k = self._prepare(query, kwargs)
         original = decomposition.queries[0]
-        beside = self._lexical_beside_search()
-        # The lexical run needs no vector: it runs first, and its documents are
-        # read from the store with the vector runs' in one call; or, when the
-        # database runs it, beside the vector searches.
-        lexical: _Lexical | Future[_Lexical] = (None, []) if beside else self._lexical_run(original)
-        plan = self.subquery_plan()
-        vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
-        if beside:
-            lexical = _lexical_pool().submit(self._lexical_run, original)
+        # The lexical run needs no vector. When the database runs it, it is sent
+        # first and runs while the query is embedded and searched; otherwise it
+        # runs first here and its documents are read with the vector runs' in one call.
+        lexical: _Lexical | Future[_Lexical] = (
+            _lexical_pool().submit(self._lexical_run, original)
+            if self._lexical_beside_search()
+            else self._lexical_run(original)
+        )
         with _abandoned_on_error(lexical):
+            plan = self.subquery_plan()
+            vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
             docs, found = self._recall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -508,15 +510,22 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             lexical=corpus_top,
         )
         hits = (lexical.result() if isinstance(lexical, Future) else lexical)[0]
-        self._settle_lexical(found, post_filter, keep)
+        self._settle_lexical(found, hits, post_filter, keep)
         _search.fill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _settle_lexical(
-        self, found: _search.SearchResult, post_filter: _Keep, keep: _Keep = None
+        self,
+        found: _search.SearchResult,
+        hits: _LexicalRun | None,
+        post_filter: _Keep,
+        keep: _Keep = None,
     ) -> None:
+        """Filter the pool, take the lexical run's vectors, and note a stale index."""
+        if hits is not None:
+            _search.add_vectors(found, hits.read)
         if post_filter is not None:
             found.keep(post_filter)
         if keep is not None:
@@ -531,14 +540,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition, keep, k = self._prepare(query, kwargs)
         loop = asyncio.get_running_loop()
         original = decomposition.queries[0]
-        beside = self._lexical_beside_search()
         lexical: _Lexical | asyncio.Future[_Lexical] = (
-            (None, []) if beside else await loop.run_in_executor(None, self._lexical_run, original)
+            loop.run_in_executor(None, self._lexical_run, original)
+            if self._lexical_beside_search()
+            else await loop.run_in_executor(None, self._lexical_run, original)
         )
-        plan, vectors = await self._aplan_vectors(decomposition)
-        if beside:
-            lexical = loop.run_in_executor(None, self._lexical_run, original)
         with _abandoned_on_error(lexical):
+            plan, vectors = await self._aplan_vectors(decomposition)
             docs, found = await self._arecall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -596,14 +604,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             lexical=corpus_top,
         )
         hits = (await lexical if isinstance(lexical, asyncio.Future) else lexical)[0]
-        self._settle_lexical(found, post_filter, keep)
+        self._settle_lexical(found, hits, post_filter, keep)
         await _search.afill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
 
     def _lexical_beside_search(self) -> bool:
-        """Whether the lexical run goes to the database while the vector searches do.
+        """Whether the lexical run goes to the database while the query is embedded and searched.
 
         So when the database runs the lexical search (``runs_in_database``) and
         the store reads its documents with the search, not by id after it.
@@ -751,13 +759,21 @@ class _LexicalRun:
         self._where = where
         self._hits = index.hits(query) if isinstance(index, Bm25Index) else None
         self._known: dict[str, float] = {}
+        self.read: dict[str, tuple[str, Vector]] = {}
+        """The text and stored vector of each top document read with them, by id."""
 
     def top(self, k: int) -> list[Document]:
         """The ``k`` best documents; documents sharing no word with the query are left out."""
         if self._hits is not None:
             return self._hits.top(k)
         assert not isinstance(self._index, Bm25Index)  # noqa: S101 - set in __init__
-        found = self._index.search(self._query, k, self._where)
+        if isinstance(self._index, LexicalSync | PostgresLexicalIndex):
+            found, vectors = self._index.search_with_vectors(self._query, k, self._where)
+            self.read = {
+                doc.id: (doc.page_content, vectors[doc.id]) for doc, _ in found if doc.id in vectors
+            }
+        else:
+            found = self._index.search(self._query, k, self._where)
         self._known.update((document_key(doc), score) for doc, score in found)
         return [doc for doc, _ in found]
 

@@ -17,7 +17,7 @@ from langchain_core.vectorstores import VectorStore
 
 from cogito_lc._core.filters import equality_predicate
 from cogito_lc.stores.adapters import adapter_for
-from cogito_lc.stores.base import StoreAdapter
+from cogito_lc.stores.base import StoreAdapter, Vector
 from cogito_lc.stores.bm25s_index import Bm25LexicalIndex
 from cogito_lc.stores.chroma import ChromaAdapter
 from cogito_lc.stores.in_memory import InMemoryAdapter
@@ -140,6 +140,20 @@ class LexicalSync:
             hits = self._guarded(lambda: self.index.search(query, k, None))
             return [hit for hit in hits if predicate(hit[0].metadata)]
         return self._guarded(lambda: self.index.search(query, k, where))
+
+    def search_with_vectors(
+        self, query: str, k: int, where: Any = None
+    ) -> tuple[list[LexicalHit], dict[str, Vector]]:
+        """:meth:`search`, and each hit's stored vector by id.
+
+        The vectors come where the index reads them in the same statement (a
+        Postgres table); none otherwise.
+        """
+        index = self.index
+        if not isinstance(index, PostgresLexicalIndex):
+            return self.search(query, k, where), {}
+        self.ensure_current()
+        return self._guarded(lambda: index.search_with_vectors(query, k, where))
 
     def scores(self, query: str, ids: Sequence[str], where: Any = None) -> dict[str, float]:
         """The score of each of these documents for ``query``, in ``where``'s corpus."""

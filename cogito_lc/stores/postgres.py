@@ -769,8 +769,14 @@ class PostgresAdapter(BatchedSearchAdapter):
         search_kwargs: Mapping[str, Any],
         stored: StoredVectors | None = None,
     ) -> list[Run]:
-        """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``."""
-        found = self._nearest_many(list(vectors), list(fetch_ks), search_kwargs.get("filter"))
+        """All query vectors searched in one round trip, the ``filter`` keyword in ``WHERE``.
+
+        With ``stored``, the rows' vectors are read with them (in binary) and those
+        of documents it does not know land in ``stored.found``.
+        """
+        found = self._nearest_many(
+            list(vectors), list(fetch_ks), search_kwargs.get("filter"), stored
+        )
         return [([doc for doc, _ in hits], False) for hits in found]
 
     def stored_vectors(
@@ -803,46 +809,48 @@ class PostgresAdapter(BatchedSearchAdapter):
         return self._nearest_many([vector], [k], where)[0]
 
     def _nearest_many(
-        self, vectors: Sequence[Any], ks: Sequence[int], where: Any
+        self,
+        vectors: Sequence[Any],
+        ks: Sequence[int],
+        where: Any,
+        stored: StoredVectors | None = None,
     ) -> list[list[ScoredDocument]]:
         sql, params = where_to_sql(where)
+        columns = SELECT_COLUMNS if stored is None else f"{SELECT_COLUMNS}, embedding"
         found: list[list[ScoredDocument]] = []
         with self.database.connection() as conn:
-            order, settings = "embedding <=> %s", list[str]()
-            if where is not None:
-                widest = max(ks, default=1)
-                order, settings = self._filtered_plan(conn, where, sql, params, widest)
+            plan = _SearchPlan() if where is None else self._filtered_plan(conn, where, sql, params)
+            statement = (
+                f"SELECT {columns}, embedding <=> %s AS distance "  # noqa: S608
+                f"FROM {self.table} WHERE {sql} ORDER BY {plan.order} LIMIT %s"
+            )
             # Settings, searches and commit sent at once: one round trip.
             with conn.pipeline(), conn.transaction():
-                for setting in settings:
+                for setting in plan.settings:
                     conn.execute(setting)
-                cursors = [
-                    conn.execute(
-                        f"SELECT {SELECT_COLUMNS}, embedding <=> %s AS distance "  # noqa: S608
-                        f"FROM {self.table} WHERE {sql} ORDER BY {order} LIMIT %s",
-                        [query, *params, query, k],
-                    )
-                    for query, k in zip(_vectors(vectors), ks, strict=True)
-                ]
+                cursors = []
+                for query, k in zip(_vectors(vectors), ks, strict=True):
+                    if plan.wide_hnsw:  # each search's own list: a wider one costs more
+                        conn.execute(f"SET LOCAL hnsw.ef_search = {_candidate_list(k)}")
+                    arguments = [query, *params, query, k]
+                    cursors.append(conn.execute(statement, arguments, binary=stored is not None))
             for cursor in cursors:
                 rows = cursor.fetchall()
+                if stored is not None:
+                    _keep_vectors(rows, stored)
+                    rows = [(*row[:-2], row[-1]) for row in rows]
                 found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
         return found
 
-    def _filtered_plan(
-        self, conn: Any, where: Any, sql: str, params: list[Any], k: int
-    ) -> tuple[str, list[str]]:
-        """How to order a search filtered by ``where`` (``sql`` and ``params`` in SQL).
-
-        Returns the order and the ``SET LOCAL`` statements it needs.
-        """
+    def _filtered_plan(self, conn: Any, where: Any, sql: str, params: list[Any]) -> _SearchPlan:
+        """How to search with a filter ``where`` (``sql`` and ``params`` in SQL)."""
         if self.database.vector_version >= (0, 8):
-            return "embedding <=> %s", ["SET LOCAL hnsw.iterative_scan = strict_order"]
+            return _SearchPlan(settings=("SET LOCAL hnsw.iterative_scan = strict_order",))
         matching, held = self._matching_and_held(conn, where, sql, params)
         if matching <= EXACT_SEARCH_ROWS and 2 * matching < held:
-            return "(embedding <=> %s) + 0", []  # an expression the index cannot serve: exact
+            return _SearchPlan(order=_EXACT_ORDER)
         # Most rows match (or too many to rank exactly): HNSW, a wide candidate list.
-        return "embedding <=> %s", [f"SET LOCAL hnsw.ef_search = {min(1000, max(100, k * 10))}"]
+        return _SearchPlan(wide_hnsw=True)
 
     def _matching_and_held(
         self, conn: Any, where: Any, sql: str, params: list[Any]
@@ -868,6 +876,35 @@ class PostgresAdapter(BatchedSearchAdapter):
             params = [*params, EXACT_SEARCH_ROWS + 1, 2 * EXACT_SEARCH_ROWS + 2]
         row = conn.execute(statement, params).fetchone()
         return (int(row[0]), int(row[1])) if row is not None else (0, 0)
+
+
+_EXACT_ORDER = "(embedding <=> %s) + 0"
+"""An order the HNSW index cannot serve: the matching rows are ranked exactly."""
+
+
+@dataclass(frozen=True)
+class _SearchPlan:
+    """How a search runs: its order, the settings sent first, and the HNSW candidate list.
+
+    With ``wide_hnsw``, each search gets a list widened for its ``k``: pgvector
+    before 0.8 filters after the scan.
+    """
+
+    order: str = "embedding <=> %s"
+    settings: tuple[str, ...] = ()
+    wide_hnsw: bool = False
+
+
+def _candidate_list(k: int) -> int:
+    """The HNSW candidate list (``hnsw.ef_search``) a filtered search for ``k`` rows gets."""
+    return min(1000, max(100, k * 10))
+
+
+def _keep_vectors(rows: Sequence[Sequence[Any]], stored: StoredVectors) -> None:
+    """Put the vectors of rows ending ``embedding, distance`` the caller does not know in it."""
+    stored.found.update(
+        (row[0], np.asarray(row[-2], dtype=np.float32)) for row in rows if not stored.known(row[0])
+    )
 
 
 def _vectors(vectors: Sequence[Any]) -> list[Any]:

@@ -7,9 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from cogito_lc.stores._fts_ranking import K1, B, fts5_idf, rarest_terms
+from cogito_lc.stores.base import Vector
 from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
 from cogito_lc.stores.postgres import (
     SELECT_COLUMNS,
@@ -170,10 +172,27 @@ class PostgresLexicalIndex:
         self, query: str, k: int, where: Mapping[str, Any] | None = None
     ) -> list[LexicalHit]:
         """The ``k`` best memories for ``query`` matching ``where``, best first (BM25)."""
+        return self._search(query, k, where, None)
+
+    def search_with_vectors(
+        self, query: str, k: int, where: Mapping[str, Any] | None = None
+    ) -> tuple[list[LexicalHit], dict[str, Vector]]:
+        """:meth:`search`, and each hit's stored vector by id, read in the same statement."""
+        vectors: dict[str, Vector] = {}
+        return self._search(query, k, where, vectors), vectors
+
+    def _search(
+        self,
+        query: str,
+        k: int,
+        where: Mapping[str, Any] | None,
+        vectors: dict[str, Vector] | None,
+    ) -> list[LexicalHit]:
         terms = _terms(query)
         if not terms or k < 1:
             return []
         sql, params = where_to_sql(where)
+        columns = SELECT_COLUMNS if vectors is None else f"{SELECT_COLUMNS}, m.embedding"
         with self.adapter.database.connection() as conn:
             weights = self._weights(conn, terms, where, reuse=False)
             if weights is None:
@@ -181,10 +200,14 @@ class PostgresLexicalIndex:
             candidates, candidate_params = self._candidates(weights, sql, params)
             ranked = _SCORED.format(candidates=candidates, ranked=_RANKED)
             rows = conn.execute(
-                f"{ranked} SELECT {SELECT_COLUMNS}, s.score FROM {self.table} AS m "  # noqa: S608
+                f"{ranked} SELECT {columns}, s.score FROM {self.table} AS m "  # noqa: S608
                 f"JOIN s ON m.seq = s.hit WHERE {sql} ORDER BY s.score DESC, s.hit",
                 [*candidate_params, *weights.params(), k, *params],
+                binary=vectors is not None,
             ).fetchall()
+        if vectors is not None:
+            vectors.update((row[0], np.asarray(row[-2], dtype=np.float32)) for row in rows)
+            rows = [(*row[:-2], row[-1]) for row in rows]
         return [(row_document(row[:-1]), float(row[-1])) for row in rows]
 
     def _candidates(

@@ -9,6 +9,7 @@ import textwrap
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -18,7 +19,7 @@ from psycopg import sql
 
 from cogito_lc import MemoryStore
 from cogito_lc.retrievers import RecallB, recall_b
-from cogito_lc.stores import PostgresLexicalIndex, postgres_lexical
+from cogito_lc.stores import PostgresLexicalIndex, StoredVectors, postgres_lexical
 from cogito_lc.stores.postgres import (
     DatabaseSetupError,
     PostgresAdapter,
@@ -370,7 +371,7 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     vectors_searched = threading.Event()
     patience = [5.0]  # seconds a lexical search waits to see the vector searches start
     overlapped: list[bool] = []
-    original_search = PostgresLexicalIndex.search
+    original_search = PostgresLexicalIndex.search_with_vectors
     original_vectors = PostgresAdapter.search_by_vectors
 
     def waiting_search(self: PostgresLexicalIndex, *args: object, **kwargs: object) -> object:
@@ -382,7 +383,7 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
         vectors_searched.set()
         return original_vectors(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(PostgresLexicalIndex, "search", waiting_search)
+    monkeypatch.setattr(PostgresLexicalIndex, "search_with_vectors", waiting_search)
     monkeypatch.setattr(PostgresAdapter, "search_by_vectors", signalling_vectors)
     query = "which port does billing listen on?"
     beside = recall.invoke(query)
@@ -401,6 +402,122 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     assert "port 8083" in beside[0].page_content
 
 
+def test_the_lexical_run_is_sent_before_the_query_is_embedded(
+    pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm)
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many(["The billing service listens on port 8083.", "Deploys run on Tuesdays."])
+    recall = scope.as_retriever(k=2)
+    assert isinstance(recall, RecallB)
+    lexical_started = threading.Event()
+    sent_first: list[bool] = []
+    original_search = PostgresLexicalIndex.search_with_vectors
+    original_embed, original_aembed = recall_b.embed_with_plan, recall_b.aembed_with_plan
+
+    def signalling_search(self: PostgresLexicalIndex, *args: object) -> object:
+        lexical_started.set()
+        return original_search(self, *args)  # type: ignore[arg-type]
+
+    def waiting_embed(*args: Any) -> Any:
+        sent_first.append(lexical_started.wait(timeout=5.0))
+        return original_embed(*args)
+
+    async def waiting_aembed(*args: Any) -> Any:
+        waited = asyncio.to_thread(lexical_started.wait, 5.0)
+        sent_first.append(await waited)
+        return await original_aembed(*args)
+
+    monkeypatch.setattr(PostgresLexicalIndex, "search_with_vectors", signalling_search)
+    monkeypatch.setattr(recall_b, "embed_with_plan", waiting_embed)
+    monkeypatch.setattr(recall_b, "aembed_with_plan", waiting_aembed)
+    query = "which port does billing listen on?"
+    found = recall.invoke(query)
+    lexical_started.clear()
+    found_async = asyncio.run(recall.ainvoke(query))
+    assert sent_first == [True, True]
+    assert "port 8083" in found[0].page_content
+    assert [doc.id for doc in found_async] == [doc.id for doc in found]
+
+
+def test_searches_read_their_rows_vectors_so_a_recall_reads_none_by_id(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=32)
+    memory = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "a"})
+    texts = [
+        "The billing service listens on port 8083.",
+        "Auth tokens expire after 3600 seconds.",
+        "Deploys run every Tuesday after the standup.",
+        "Billing invoices go out on the first of the month.",
+    ]
+    memory.store_many(texts)
+    adapter = memory._store
+    assert isinstance(adapter, PostgresAdapter)
+    wanted = {text: np.asarray(embeddings.embed_query(text), np.float32) for text in texts}
+    query = np.asarray([embeddings.embed_query("billing port")], np.float32)
+    where = {"filter": {"user_id": "a"}}
+    [(plain, _)] = adapter.search_by_vectors(["billing port"], query, [3], where)
+    known = plain[0].id
+    stored = StoredVectors(known=lambda doc_id: doc_id == known)
+    [(read, _)] = adapter.search_by_vectors(["billing port"], query, [3], where, stored)
+    assert [(d.id, d.page_content, d.metadata) for d in read] == [
+        (d.id, d.page_content, d.metadata) for d in plain
+    ]
+    assert set(stored.found) == {doc.id for doc in read} - {known}
+    by_id = {doc.id: doc.page_content for doc in read}
+    assert all(np.array_equal(vector, wanted[by_id[key]]) for key, vector in stored.found.items())
+
+    index = PostgresLexicalIndex(adapter)
+    hits, vectors = index.search_with_vectors("billing invoices", 2, {"user_id": "a"})
+    assert [(d.id, d.page_content, score) for d, score in hits] == [
+        (d.id, d.page_content, score)
+        for d, score in index.search("billing invoices", 2, {"user_id": "a"})
+    ]
+    assert len(hits) == 2
+    assert all(np.array_equal(vectors[d.id or ""], wanted[d.page_content]) for d, _ in hits)
+
+    reads: list[dict[str, str]] = []
+    original = PostgresAdapter.stored_vectors
+
+    def recording(self: PostgresAdapter, texts: dict[str, str], *args: Any) -> Any:
+        reads.append(texts)
+        return original(self, texts, *args)
+
+    monkeypatch.setattr(PostgresAdapter, "stored_vectors", recording)
+    found = memory.as_retriever(k=3).invoke("which port do billing invoices use?")
+    assert found
+    assert reads == []
+
+
+def test_each_wide_hnsw_search_gets_a_candidate_list_for_its_own_k(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=32)
+    memory = _memory(pg_url, pg_collection, embeddings, scope={"user_id": "a"})
+    memory.store_many([f"note {i}" for i in range(8)])
+    adapter = memory._store
+    assert isinstance(adapter, PostgresAdapter)
+    if adapter.database.vector_version >= (0, 8):
+        pytest.skip("pgvector 0.8+ widens the scan itself (iterative scans)")
+    sent: list[str] = []
+    original = psycopg.Connection.execute
+
+    def recording(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", recording)
+    vectors = np.asarray([embeddings.embed_query(t) for t in ("x", "y", "z")], np.float32)
+    found = adapter._nearest_many(vectors, [15, 5, 30], {"user_id": "a"})
+    assert [s for s in sent if "ef_search" in s] == [
+        "SET LOCAL hnsw.ef_search = 150",
+        "SET LOCAL hnsw.ef_search = 100",
+        "SET LOCAL hnsw.ef_search = 300",
+    ]
+    assert [len(hits) for hits in found] == [8, 5, 8]
+
+
 def test_a_failed_recall_never_runs_its_waiting_lexical_search(
     pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -415,7 +532,7 @@ def test_a_failed_recall_never_runs_its_waiting_lexical_search(
     busy.submit(release.wait, 30.0)
     monkeypatch.setattr(recall_b, "_lexical_pool", lambda: busy)
     searched: list[str] = []
-    original_search = PostgresLexicalIndex.search
+    original_search = PostgresLexicalIndex.search_with_vectors
 
     def recording_search(self: PostgresLexicalIndex, query: str, *args: object) -> object:
         searched.append(query)
@@ -425,7 +542,7 @@ def test_a_failed_recall_never_runs_its_waiting_lexical_search(
         msg = "the vector search failed"
         raise RuntimeError(msg)
 
-    monkeypatch.setattr(PostgresLexicalIndex, "search", recording_search)
+    monkeypatch.setattr(PostgresLexicalIndex, "search_with_vectors", recording_search)
     monkeypatch.setattr(PostgresAdapter, "search_by_vectors", failing_vectors)
     try:
         with pytest.raises(RuntimeError, match="the vector search failed"):
