@@ -438,11 +438,27 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
     indexes = [
         f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {name} "
         "USING hnsw (embedding vector_cosine_ops)",
-        f"CREATE INDEX IF NOT EXISTS {table}_content_tsv ON {name} USING gin (content_tsv)",
+        f"CREATE INDEX IF NOT EXISTS {table}_content_tsv ON {name} USING gin (content_tsv) "
+        "WITH (fastupdate = off)",
         f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
         *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
     ]
-    return [";\n".join([create, *indexes]), *bm25_steps(table)]
+    return [";\n".join([create, *indexes]), *bm25_steps(table), _direct_gin_step(table)]
+
+
+def _direct_gin_step(table: str) -> str:
+    """Writes go into the text index itself, not its list of pending entries.
+
+    Every search of a GIN index reads the whole pending list (up to 4 MB by
+    default, until a vacuum or the list's limit merges it): in a table written on
+    every turn, each query term's lookup read some 90 pages (0.5 ms) instead of 4.
+    The list is emptied once, here.
+    """
+    index = f'"{table}_content_tsv"'
+    return (
+        f"ALTER INDEX {index} SET (fastupdate = off);\n"
+        f"SELECT gin_clean_pending_list('{index}'::regclass)"
+    )
 
 
 @dataclass

@@ -224,10 +224,33 @@ def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -
                 "SELECT indexdef FROM pg_indexes WHERE tablename = %s", (pg_collection,)
             )
         }
-    assert row == (2,)
+    assert row == (3,)
     assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes)
-    assert any("gin" in d and "content_tsv" in d for d in indexes)
+    assert any("gin" in d and "content_tsv" in d and "fastupdate=off" in d for d in indexes)
     assert any("(user_id)" in d for d in indexes)
+
+
+def test_a_text_index_of_an_older_release_stops_deferring_its_writes(
+    pg_url: str, pg_collection: str
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=8)
+    memory = _memory(pg_url, pg_collection, embeddings)
+    index = f"{pg_collection}_content_tsv"
+    component = f"memories:{pg_collection}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as the release before left it
+        conn.execute(sql.SQL("ALTER INDEX {} SET (fastupdate = on)").format(sql.Identifier(index)))
+        conn.execute("UPDATE cogito_schema SET version = 2 WHERE component = %s", (component,))
+    memory.store_many([f"pending note {i}" for i in range(20)])  # into the pending list
+    reopened = _memory(pg_url, pg_collection, embeddings)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = %s", (index,)
+        ).fetchone()
+        pending_pages = conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
+        left = pending_pages.fetchone()
+    assert options == (["fastupdate=off"],)
+    assert left == (0,)
+    assert reopened.count() == 20
 
 
 def test_same_text_from_two_threads_is_one_memory(pg_url: str, pg_collection: str) -> None:
