@@ -48,10 +48,15 @@ def test_short_calls_run_on_one_thread_fewer_and_batches_on_all(minilm: Embeddin
 def test_the_thread_count_is_put_back_after_a_failed_call() -> None:
     every = torch.get_num_threads()
     inside: list[int] = []
-    with pytest.raises(RuntimeError, match="forward failed"), leaving_a_core(1):
-        inside.append(torch.get_num_threads())
-        msg = "forward failed"
-        raise RuntimeError(msg)
+
+    def failing_call() -> None:
+        with leaving_a_core(1):
+            inside.append(torch.get_num_threads())
+            msg = "forward failed"
+            raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="forward failed"):
+        failing_call()
     assert inside == [every - 1]
     assert torch.get_num_threads() == every
 
