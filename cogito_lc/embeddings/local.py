@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.model_lock import model_lock
-from cogito_lc.embeddings.threads import leaving_a_core
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -50,10 +49,7 @@ def _quiet_transformers() -> None:
 def local_embeddings(device: str = "cpu") -> Embeddings:
     """All-MiniLM-L6-v2 embeddings loaded from the installed package, never from a hub.
 
-    The model is loaded once per process and device and shared. Calls of up to
-    eight texts run on one torch thread fewer than the calling
-    thread's setting (at least one), so the database work a recall runs while its
-    query is embedded keeps a core; larger batches use every thread.
+    The model is loaded once per process and device and shared.
 
     Args:
         device: The torch device, ``"cpu"`` by default.
@@ -83,11 +79,11 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
         """Embeddings whose model is used by one thread at a time (servers call it concurrently)."""
 
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            with model_lock(self._client), leaving_a_core(len(texts)):
+            with model_lock(self._client):
                 return super().embed_documents(texts)
 
         def embed_query(self, text: str) -> list[float]:
-            with model_lock(self._client), leaving_a_core(1):
+            with model_lock(self._client):
                 return super().embed_query(text)
 
     return LockedHuggingFaceEmbeddings(

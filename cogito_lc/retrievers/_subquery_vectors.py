@@ -28,10 +28,12 @@ store's vectors are.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -301,23 +303,40 @@ def _span_vectors(plan: SubqueryPlan, queries: Sequence[str]) -> Matrix:
     return _normalise(vectors) if plan.normalise else vectors
 
 
-def embed_with_plan(plan: SubqueryPlan, embeddings: Embeddings, queries: Sequence[str]) -> Matrix:
-    """Vectors for ``queries`` (the original first) along ``plan``'s path."""
-    if plan.mode == "span":
-        with model_lock(plan.model), leaving_a_core(len(queries)):
-            return _span_vectors(plan, queries)
-    if plan.mode == "per_query":
-        return np.asarray([embeddings.embed_query(q) for q in queries], np.float32)
-    return np.asarray(embeddings.embed_documents(list(queries)), dtype=np.float32)
+def embed_with_plan(
+    plan: SubqueryPlan,
+    embeddings: Embeddings,
+    queries: Sequence[str],
+    *,
+    spare_core: bool = False,
+) -> Matrix:
+    """Vectors for ``queries`` (the original first) along ``plan``'s path.
+
+    With ``spare_core``, a local model's forward pass runs on one torch thread
+    fewer (:func:`~cogito_lc.embeddings.threads.leaving_a_core`): the caller has
+    work running beside it.
+    """
+    with leaving_a_core(len(queries)) if spare_core else contextlib.nullcontext():
+        if plan.mode == "span":
+            with model_lock(plan.model):
+                return _span_vectors(plan, queries)
+        if plan.mode == "per_query":
+            return np.asarray([embeddings.embed_query(q) for q in queries], np.float32)
+        return np.asarray(embeddings.embed_documents(list(queries)), dtype=np.float32)
 
 
 async def aembed_with_plan(
-    plan: SubqueryPlan, embeddings: Embeddings, queries: Sequence[str]
+    plan: SubqueryPlan,
+    embeddings: Embeddings,
+    queries: Sequence[str],
+    *,
+    spare_core: bool = False,
 ) -> Matrix:
     """Async :func:`embed_with_plan`; local model work runs in a worker thread."""
     if plan.mode == "span":
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, embed_with_plan, plan, embeddings, queries)
+        embed = partial(embed_with_plan, spare_core=spare_core)
+        return await loop.run_in_executor(None, embed, plan, embeddings, queries)
     if plan.mode == "per_query":
         return np.asarray([await embeddings.aembed_query(q) for q in queries], np.float32)
     return np.asarray(await embeddings.aembed_documents(list(queries)), np.float32)

@@ -458,14 +458,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         # The lexical run needs no vector. When the database runs it, it is sent
         # first and runs while the query is embedded and searched; otherwise it
         # runs first here and its documents are read with the vector runs' in one call.
+        beside = self._lexical_beside_search()
         lexical: _Lexical | Future[_Lexical] = (
             _lexical_pool().submit(self._lexical_run, original)
-            if self._lexical_beside_search()
+            if beside
             else self._lexical_run(original)
         )
         with _abandoned_on_error(lexical):
             plan = self.subquery_plan()
-            vectors = embed_with_plan(plan, self.query_embeddings, decomposition.queries)
+            queries = decomposition.queries
+            vectors = embed_with_plan(plan, self.query_embeddings, queries, spare_core=beside)
             docs, found = self._recall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -540,13 +542,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         decomposition, keep, k = self._prepare(query, kwargs)
         loop = asyncio.get_running_loop()
         original = decomposition.queries[0]
+        beside = self._lexical_beside_search()
         lexical: _Lexical | asyncio.Future[_Lexical] = (
             loop.run_in_executor(None, self._lexical_run, original)
-            if self._lexical_beside_search()
+            if beside
             else await loop.run_in_executor(None, self._lexical_run, original)
         )
         with _abandoned_on_error(lexical):
-            plan, vectors = await self._aplan_vectors(decomposition)
+            plan, vectors = await self._aplan_vectors(decomposition, spare_core=beside)
             docs, found = await self._arecall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -565,12 +568,18 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]
         return docs
 
-    async def _aplan_vectors(self, decomposition: Decomposition) -> tuple[SubqueryPlan, Vector]:
+    async def _aplan_vectors(
+        self, decomposition: Decomposition, *, spare_core: bool = False
+    ) -> tuple[SubqueryPlan, Vector]:
         plan = self._cached_plan()
         if plan is None:
             loop = asyncio.get_running_loop()
             plan = await loop.run_in_executor(None, self.subquery_plan)
-        return plan, await aembed_with_plan(plan, self.query_embeddings, decomposition.queries)
+        queries = decomposition.queries
+        vectors = await aembed_with_plan(
+            plan, self.query_embeddings, queries, spare_core=spare_core
+        )
+        return plan, vectors
 
     async def _arecall(
         self,

@@ -1,16 +1,21 @@
-"""Short embedding calls leave a core for the database work running beside them."""
+"""A recall's forward pass leaves a core for the database work running beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 import torch
+from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
+from cogito_lc import MemoryStore, RecallB
 from cogito_lc.embeddings.threads import LATENCY_TEXTS, leaving_a_core
 from cogito_lc.retrievers._subquery_vectors import embed_with_plan, plan_subqueries
+
+NOTES = ["The billing service listens on port 8083.", "Deploys run on Tuesdays."]
+QUERY = "which port does billing listen on?"
 
 
 @pytest.fixture
@@ -22,26 +27,53 @@ def two_threads() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-@pytest.mark.usefixtures("two_threads")
-def test_short_calls_run_on_one_thread_fewer_and_batches_on_all(minilm: Embeddings) -> None:
-    every = torch.get_num_threads()
-    plan = plan_subqueries(minilm)
-    assert plan.mode == "span"
+@pytest.fixture
+def threads_seen(minilm: Embeddings) -> Iterator[list[int]]:
+    """The torch threads of each forward pass of the local model, in order."""
     seen: list[int] = []
     first_module = minilm._client[0]  # type: ignore[attr-defined]
     hook = first_module.register_forward_pre_hook(
         lambda _module, _args: seen.append(torch.get_num_threads())
     )
-    try:
-        minilm.embed_query("which port does billing listen on?")
-        minilm.embed_documents(["billing", "port"])
-        minilm.embed_documents([f"memory {i}" for i in range(LATENCY_TEXTS + 1)])
-        queries = ["which port does billing listen on?", "billing", "port"]
-        embed_with_plan(plan, minilm, queries)
-    finally:
-        hook.remove()
-    assert seen == [every - 1, every - 1, every, every - 1]
+    yield seen
+    hook.remove()
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_a_spare_core_is_left_by_short_calls_only(
+    minilm: Embeddings, threads_seen: list[int]
+) -> None:
+    every = torch.get_num_threads()
+    plan = plan_subqueries(minilm)
+    assert plan.mode == "span"
+    threads_seen.clear()
+    embed_with_plan(plan, minilm, [QUERY, "billing", "port"], spare_core=True)
+    embed_with_plan(plan, minilm, [QUERY, "billing", "port"])
+    batch = [f"query {i}" for i in range(LATENCY_TEXTS + 1)]
+    embed_with_plan(plan, minilm, batch, spare_core=True)
+    minilm.embed_query(QUERY)
+    assert threads_seen == [every - 1, every, every, every]
     assert torch.get_num_threads() == every
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_only_a_recall_with_its_lexical_run_in_the_database_spares_a_core(
+    minilm: Embeddings, threads_seen: list[int], pg_url: str, pg_collection: str, tmp_path: Path
+) -> None:
+    every = torch.get_num_threads()
+    postgres = MemoryStore.from_database_url(pg_url, embeddings=minilm, collection=pg_collection)
+    chroma = MemoryStore(Chroma("notes", minilm, persist_directory=str(tmp_path)))
+    recalls = []
+    for memory in (postgres, chroma):
+        memory.store_many(NOTES)
+        recall = memory.as_retriever(k=1)
+        assert isinstance(recall, RecallB)
+        recall.invoke(QUERY)  # the sub-query plan is probed once
+        recalls.append(recall)
+    threads_seen.clear()
+    for recall in recalls:
+        assert "8083" in recall.invoke(QUERY)[0].page_content
+    assert threads_seen == [every - 1, every]
 
 
 @pytest.mark.usefixtures("two_threads")
@@ -64,7 +96,7 @@ def test_the_thread_count_is_put_back_after_a_failed_call() -> None:
 def test_one_thread_stays_one() -> None:
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    seen: list[Any] = []
+    seen: list[int] = []
     try:
         with leaving_a_core(1):
             seen.append(torch.get_num_threads())

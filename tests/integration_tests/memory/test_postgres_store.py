@@ -442,14 +442,14 @@ def test_the_lexical_run_is_sent_before_the_query_is_embedded(
         lexical_started.set()
         return original_search(self, *args)  # type: ignore[arg-type]
 
-    def waiting_embed(*args: Any) -> Any:
+    def waiting_embed(*args: Any, **kwargs: Any) -> Any:
         sent_first.append(lexical_started.wait(timeout=5.0))
-        return original_embed(*args)
+        return original_embed(*args, **kwargs)
 
-    async def waiting_aembed(*args: Any) -> Any:
+    async def waiting_aembed(*args: Any, **kwargs: Any) -> Any:
         waited = asyncio.to_thread(lexical_started.wait, 5.0)
         sent_first.append(await waited)
-        return await original_aembed(*args)
+        return await original_aembed(*args, **kwargs)
 
     monkeypatch.setattr(PostgresLexicalIndex, "search_with_vectors", signalling_search)
     monkeypatch.setattr(recall_b, "embed_with_plan", waiting_embed)
