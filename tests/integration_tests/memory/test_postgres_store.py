@@ -425,14 +425,19 @@ def test_the_lexical_run_goes_to_the_database_beside_the_vector_searches(
     assert "port 8083" in beside[0].page_content
 
 
-def test_the_lexical_run_is_sent_before_the_query_is_embedded(
-    pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    memory = _memory(pg_url, pg_collection, minilm)
-    scope = memory.scoped({"user_id": "a"})
+def _billing_recall(pg_url: str, collection: str, embeddings: Embeddings) -> RecallB:
+    """A RecallB over two memories of scope ``a`` in Postgres."""
+    scope = _memory(pg_url, collection, embeddings).scoped({"user_id": "a"})
     scope.store_many(["The billing service listens on port 8083.", "Deploys run on Tuesdays."])
     recall = scope.as_retriever(k=2)
     assert isinstance(recall, RecallB)
+    return recall
+
+
+def test_the_lexical_run_is_sent_before_the_query_is_embedded(
+    pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recall = _billing_recall(pg_url, pg_collection, minilm)
     lexical_started = threading.Event()
     sent_first: list[bool] = []
     original_search = PostgresLexicalIndex.search_with_vectors
@@ -544,11 +549,7 @@ def test_each_wide_hnsw_search_gets_a_candidate_list_for_its_own_k(
 def test_a_failed_recall_never_runs_its_waiting_lexical_search(
     pg_url: str, pg_collection: str, minilm: Embeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memory = _memory(pg_url, pg_collection, minilm)
-    scope = memory.scoped({"user_id": "a"})
-    scope.store_many(["The billing service listens on port 8083.", "Deploys run on Tuesdays."])
-    recall = scope.as_retriever(k=2)
-    assert isinstance(recall, RecallB)
+    recall = _billing_recall(pg_url, pg_collection, minilm)
     assert recall._lexical_beside_search() is True
     busy = ThreadPoolExecutor(max_workers=1)  # every thread taken: the lexical run waits
     release = threading.Event()
