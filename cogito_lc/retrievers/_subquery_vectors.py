@@ -316,10 +316,11 @@ def embed_with_plan(
     fewer (:func:`~cogito_lc.embeddings.threads.leaving_a_core`): the caller has
     work running beside it.
     """
-    with leaving_a_core(len(queries)) if spare_core else contextlib.nullcontext():
-        if plan.mode == "span":
-            with model_lock(plan.model):
-                return _span_vectors(plan, queries)
+    spared = leaving_a_core(len(queries)) if spare_core else contextlib.nullcontext()
+    if plan.mode == "span":
+        with model_lock(plan.model), spared:  # the core is given up once the model is ours
+            return _span_vectors(plan, queries)
+    with spared:
         if plan.mode == "per_query":
             return np.asarray([embeddings.embed_query(q) for q in queries], np.float32)
         return np.asarray(embeddings.embed_documents(list(queries)), dtype=np.float32)
@@ -332,7 +333,11 @@ async def aembed_with_plan(
     *,
     spare_core: bool = False,
 ) -> Matrix:
-    """Async :func:`embed_with_plan`; local model work runs in a worker thread."""
+    """Async :func:`embed_with_plan`; local model work runs in a worker thread.
+
+    ``spare_core`` applies on the span path (the forward pass runs here); the other
+    paths call the embeddings' own async methods.
+    """
     if plan.mode == "span":
         loop = asyncio.get_running_loop()
         embed = partial(embed_with_plan, spare_core=spare_core)

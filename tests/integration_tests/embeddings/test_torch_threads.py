@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,45 @@ def test_the_thread_count_is_put_back_after_a_failed_call() -> None:
         failing_call()
     assert inside == [every - 1]
     assert torch.get_num_threads() == every
+
+
+def test_overlapping_calls_never_lower_the_count_for_good() -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)  # enough to see a count lowered twice
+    a_inside, b_inside, a_left = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def first() -> None:
+        with leaving_a_core(1):
+            seen["a"] = torch.get_num_threads()
+            a_inside.set()
+            b_inside.wait(5.0)
+        a_left.set()
+
+    def second() -> None:  # its first torch call falls inside the first call
+        with leaving_a_core(1):
+            seen["b"] = torch.get_num_threads()
+            b_inside.set()
+            a_left.wait(5.0)  # it leaves last
+
+    try:
+        a = threading.Thread(target=first)
+        a.start()
+        a_inside.wait(5.0)
+        b = threading.Thread(target=second)
+        b.start()
+        a.join(5.0)
+        b.join(5.0)
+        fresh: list[int] = []
+        newcomer = threading.Thread(target=lambda: fresh.append(torch.get_num_threads()))
+        newcomer.start()
+        newcomer.join()
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert seen == {"a": 3, "b": 3}
+    assert fresh == [4]
+    assert after == 4
 
 
 def test_one_thread_stays_one() -> None:
