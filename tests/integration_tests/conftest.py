@@ -14,7 +14,11 @@ from langchain_core.embeddings import Embeddings
 from cogito_lc.embeddings import local_embeddings
 from tests.integration_tests.backends import backend  # noqa: F401
 from tests.integration_tests.conftest_llm import llama_server, llm_chat_model  # noqa: F401
-from tests.integration_tests.conftest_pg import pg_collection, pg_url  # noqa: F401
+from tests.integration_tests.conftest_pg import (  # noqa: F401
+    close_postgres_memories,
+    pg_collection,
+    pg_url,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

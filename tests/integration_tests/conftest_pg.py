@@ -76,3 +76,20 @@ def close_postgres_memory(memory: Any) -> None:
     binding.database.close()
     if binding.engine is not None:
         binding.engine._run_as_sync(binding.engine.close())
+
+
+_OPEN_MEMORIES: list[Any] = []
+
+
+def closed_after_test(memory: Any) -> Any:
+    """``memory`` (made by ``from_database_url``), closed when the running test ends."""
+    _OPEN_MEMORIES.append(memory)
+    return memory
+
+
+@pytest.fixture(autouse=True)
+def close_postgres_memories() -> Iterator[None]:
+    """Close the stores the test gave to :func:`closed_after_test`."""
+    yield
+    while _OPEN_MEMORIES:
+        close_postgres_memory(_OPEN_MEMORIES.pop())

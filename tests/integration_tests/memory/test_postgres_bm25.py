@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -20,7 +19,7 @@ from cogito_lc.stores import (
 from cogito_lc.stores._fts_ranking import CorpusStats, bm25_scorer
 from cogito_lc.stores.postgres import PostgresDatabase, _memories_steps
 from cogito_lc.stores.postgres_bm25 import stats_table
-from tests.integration_tests.conftest_pg import close_postgres_memory
+from tests.integration_tests.conftest_pg import closed_after_test
 
 EMBEDDINGS = DeterministicFakeEmbedding(size=8)
 
@@ -48,20 +47,9 @@ QUERIES = [
 ]
 
 
-_OPEN: list[MemoryStore] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_stores() -> Iterator[None]:
-    yield
-    while _OPEN:
-        close_postgres_memory(_OPEN.pop())
-
-
 def _memory(pg_url: str, collection: str) -> MemoryStore:
     memory = MemoryStore.from_database_url(pg_url, embeddings=EMBEDDINGS, collection=collection)
-    _OPEN.append(memory)
-    return memory
+    return closed_after_test(memory)
 
 
 def _index(memory: MemoryStore) -> PostgresLexicalIndex:

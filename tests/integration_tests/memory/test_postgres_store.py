@@ -8,7 +8,6 @@ import sys
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,25 +27,14 @@ from cogito_lc.stores.postgres import (
     where_to_sql,
 )
 from tests.integration_tests.conftest import EXAMPLES_DATA
-from tests.integration_tests.conftest_pg import close_postgres_memory
-
-_OPEN: list[MemoryStore] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_stores() -> Iterator[None]:
-    """Give each test's pools back: the session's server has a bounded number of clients."""
-    yield
-    while _OPEN:
-        close_postgres_memory(_OPEN.pop())
+from tests.integration_tests.conftest_pg import closed_after_test
 
 
 def _memory(pg_url: str, collection: str, embeddings: Embeddings, **kwargs: object) -> MemoryStore:
     memory = MemoryStore.from_database_url(
         pg_url, embeddings=embeddings, collection=collection, **kwargs
     )
-    _OPEN.append(memory)
-    return memory
+    return closed_after_test(memory)
 
 
 def test_store_recall_and_scopes(pg_url: str, pg_collection: str, minilm: Embeddings) -> None:
