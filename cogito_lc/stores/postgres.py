@@ -72,6 +72,7 @@ __all__ = [
     "postgres_binding",
     "redact_url",
     "row_document",
+    "split_vectors",
     "where_to_sql",
 ]
 
@@ -863,8 +864,12 @@ class PostgresAdapter(BatchedSearchAdapter):
             for cursor in cursors:
                 rows = cursor.fetchall()
                 if stored is not None:
-                    _keep_vectors(rows, stored)
-                    rows = [(*row[:-2], row[-1]) for row in rows]
+                    rows, read = split_vectors(rows)
+                    stored.found.update(
+                        (doc_id, vector)
+                        for doc_id, vector in read.items()
+                        if not stored.known(doc_id)
+                    )
                 found.append([(row_document(row[:-1]), 1.0 - float(row[-1])) for row in rows])
         return found
 
@@ -926,11 +931,14 @@ def _candidate_list(k: int) -> int:
     return min(1000, max(100, k * 10))
 
 
-def _keep_vectors(rows: Sequence[Sequence[Any]], stored: StoredVectors) -> None:
-    """Put the vectors of rows ending ``embedding, distance`` the caller does not know in it."""
-    stored.found.update(
-        (row[0], np.asarray(row[-2], dtype=np.float32)) for row in rows if not stored.known(row[0])
-    )
+def split_vectors(rows: Sequence[Sequence[Any]]) -> tuple[list[tuple[Any, ...]], dict[str, Vector]]:
+    """Rows selected as ``SELECT_COLUMNS, embedding, <score>``, split.
+
+    Returns:
+        The rows without their embedding, and each row's vector (float32) by id.
+    """
+    vectors = {row[0]: np.asarray(row[-2], dtype=np.float32) for row in rows}
+    return [(*row[:-2], row[-1]) for row in rows], vectors
 
 
 def _vectors(vectors: Sequence[Any]) -> list[Any]:

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 
 from cogito_lc.stores._fts_ranking import K1, B, fts5_idf, rarest_terms
@@ -17,6 +16,7 @@ from cogito_lc.stores.postgres import (
     SELECT_COLUMNS,
     PostgresAdapter,
     row_document,
+    split_vectors,
     where_to_sql,
 )
 from cogito_lc.stores.postgres_bm25 import scope_part, stats_table
@@ -206,8 +206,8 @@ class PostgresLexicalIndex:
                 binary=vectors is not None,
             ).fetchall()
         if vectors is not None:
-            vectors.update((row[0], np.asarray(row[-2], dtype=np.float32)) for row in rows)
-            rows = [(*row[:-2], row[-1]) for row in rows]
+            rows, read = split_vectors(rows)
+            vectors.update(read)
         return [(row_document(row[:-1]), float(row[-1])) for row in rows]
 
     def _candidates(
