@@ -37,8 +37,13 @@ CUT = 6
 WRITER = textwrap.dedent(
     f"""
     import sys
+    import time
+    from pathlib import Path
     from langchain_chroma import Chroma
     from tests.integration_tests.random_embeddings import RandomEmbeddings
+
+    def _persisted(directory):
+        return sum(path.stat().st_size // 4 for path in Path(directory).glob("*/length.bin"))
 
     store = Chroma("memories", RandomEmbeddings(), persist_directory=sys.argv[1])
     for start in range(0, {ROWS}, 100):
@@ -46,6 +51,12 @@ WRITER = textwrap.dedent(
         texts = [f"memory {{i}} of the ledger about item {{i * 7}}" for i in rows]
         ids = [f"m{{i}}" for i in rows]
         store.add_texts(texts, ids=ids, metadatas=[{{"row": i}} for i in rows])
+
+    # Chroma persisted its graph after the first 100 rows; wait for the sync at {ROWS}.
+    deadline = time.monotonic() + 60
+    while _persisted(sys.argv[1]) < {ROWS} and time.monotonic() < deadline:
+        store.similarity_search("memory", k=1)
+        time.sleep(0.1)
     """
 )
 
@@ -83,6 +94,7 @@ def _cut_from_graph(store_dir: Path, count: int) -> list[str]:
     levels = (segment / "length.bin").read_bytes()  # upper-level link bytes per element
     data = bytearray((segment / "data_level0.bin").read_bytes())
     elements = len(levels) // 4
+    assert elements == ROWS, f"Chroma persisted {elements} of {ROWS} rows of its graph"
     size = len(data) // elements  # links, then the vector, then the 8-byte label
     id_of = {label: doc_id for doc_id, label in metadata["id_to_label"].items()}
     level0_only = [
