@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,15 @@ COUNT_LIMIT = 500
 in more rows takes their estimate. Past this many rows a term's idf barely moves with
 its exact count (from 500 to 600 rows of 100,000: 5.29 to 5.11), while counting it
 reads every row holding it to check the scope."""
+
+PAIRED_TERMS = 4
+"""When the rarest query term alone holds more rows than the posting budget, the rows
+holding two of the query's this many rarest terms are taken first (see
+:func:`_pairs_first`): otherwise ``LIMIT`` keeps an arbitrary part of that term's rows,
+and the best rows often hold two mid-rare terms. Measured with the budget and count
+limit divided by ten on 100,000 memories (as 1,000,000 memories meet the real ones):
+over 150 questions the bounded top 10 kept 0.73 of the exact one instead of 0.48
+(BM25 score share 0.94 instead of 0.88); 6 or 8 terms did no better."""
 
 _WEIGHTS_KEPT_SECONDS = 1.0
 """How long a query's BM25 weights are reused (the statistics of a scope barely move)."""
@@ -99,7 +109,9 @@ class PostgresLexicalIndex:
     fewer rows than the limit and all together by fewer than the budget; past
     the budget a memory holding none of the rare terms is not considered. The
     rows of counted terms are taken first, so an estimate below a term's true
-    count never pushes a rarer term's rows out.
+    count never pushes a rarer term's rows out. When the rarest term alone
+    holds more rows than the budget, the rows holding two of the rarest
+    :data:`PAIRED_TERMS` terms come before the rest of its rows.
 
     Example:
         ```python
@@ -225,6 +237,9 @@ class PostgresLexicalIndex:
         holding = "content_tsv @@ to_tsquery('simple', %s)"
         if not counted or not estimated:
             terms = counted or estimated
+            pairs = _paired_terms(weights) if _cut_short(weights, terms, budget) else []
+            if pairs:
+                return _pairs_first(select, holding, pairs, terms, sql, params, budget)
             return f"{select}{holding} AND {sql} LIMIT %s", [_tsquery(terms), *params, budget]
         first, rest = _tsquery(counted), _tsquery(estimated)
         statement = (
@@ -420,6 +435,63 @@ def _chosen_terms(weights: _TermWeights, budget: int) -> tuple[list[str], list[s
     held = min(budget, sum(counts[term] for term in counted))
     estimated = rarest_terms(estimates, budget - held, at_least_one=not counted)
     return counted, estimated, held
+
+
+def _cut_short(weights: _TermWeights, terms: list[str], budget: int) -> bool:
+    """Whether the rows of the chosen ``terms`` overflow ``budget`` (the rarest alone does)."""
+    return sum(weights.frequency[term] for term in terms) > budget
+
+
+def _paired_terms(weights: _TermWeights) -> list[tuple[str, str]]:
+    """The pairs of the query's :data:`PAIRED_TERMS` rarest terms, likely fewest rows first.
+
+    A pair's rows are expected to be few when the product of its terms' rows is
+    small (terms held independently); ties keep the rarer term's pairs first.
+    """
+    frequency = weights.frequency
+    rarest = sorted(frequency, key=frequency.__getitem__)[:PAIRED_TERMS]
+    return sorted(
+        itertools.combinations(rarest, 2),
+        key=lambda pair: frequency[pair[0]] * frequency[pair[1]],
+    )
+
+
+def _pairs_first(
+    select: str,
+    holding: str,
+    pairs: list[tuple[str, str]],
+    terms: list[str],
+    sql: str,
+    params: list[Any],
+    budget: int,
+) -> tuple[str, list[Any]]:
+    """Candidates when the rarest term alone holds more rows than ``budget``.
+
+    The rows holding both terms of a pair come first, pair by pair, each pair's
+    rows without those an earlier pair took; then the rows of ``terms`` that hold
+    no pair fill what is left. GIN finds the rows of two terms from the rarer
+    one's postings, so a pair costs about its rarer term's rows.
+    """
+    parts: list[str] = []
+    values: list[Any] = []
+    taken: list[str] = []
+    for first, second in pairs:
+        both = f"'{first}' & '{second}'"
+        if taken:
+            parts.append(f"({select}{holding} AND NOT {holding} AND {sql} LIMIT %s)")
+            values += [both, _any_of(taken), *params, budget]
+        else:
+            parts.append(f"({select}{holding} AND {sql} LIMIT %s)")
+            values += [both, *params, budget]
+        taken.append(both)
+    parts.append(f"({select}{holding} AND NOT {holding} AND {sql} LIMIT %s)")
+    values += [_tsquery(terms), _any_of(taken), *params, budget]
+    return f"SELECT * FROM ({' UNION ALL '.join(parts)}) AS p LIMIT %s", [*values, budget]  # noqa: S608
+
+
+def _any_of(queries: list[str]) -> str:
+    """A tsquery matching any of ``queries`` (each already quoted)."""
+    return " | ".join(f"({query})" for query in queries)
 
 
 def _terms(query: str) -> list[str]:

@@ -194,6 +194,38 @@ def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
         bounded.search(query, k=5)  # plain words, never query syntax: no error
 
 
+@pytest.mark.parametrize("paired", [postgres_lexical.PAIRED_TERMS, 1])
+def test_past_the_budget_rows_holding_two_rare_terms_come_first(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch, paired: int
+) -> None:
+    monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
+    monkeypatch.setattr(postgres_lexical, "PAIRED_TERMS", paired)
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
+    scope = memory.scoped({"user_id": "a"})
+    scope.store_many([f"zebra seen near the river, sighting {i}" for i in range(12)])
+    scope.store_many([f"crossing guard on the school shift {i}" for i in range(14)])
+    [both] = scope.store_many(["the zebra crossing outside the office"])
+    assert memory._lexical is not None
+    bounded = memory._lexical.index
+    assert isinstance(bounded, PostgresLexicalIndex)
+    exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+    [(best, best_score)] = exact.search("zebra crossing", k=1, where={"user_id": "a"})
+    assert best.id == both
+
+    # "zebra", the rarer term, is in 13 rows: more than the budget of 5.
+    hits = bounded.search("zebra crossing", k=20, where={"user_id": "a"})
+    assert len(hits) == 5
+    if paired == 1:  # no pairs: an arbitrary 5 of zebra's rows, the last one written not among them
+        assert both not in [doc.id for doc, _ in hits]
+        return
+    assert hits[0][0].id == both
+    assert hits[0][1] >= best_score  # the terms' counts stop past the budget: lower bounds
+    assert {doc.id for doc, _ in hits[1:]} <= {
+        doc.id for doc, _ in exact.search("zebra", k=20, where={"user_id": "a"})
+    }
+    assert bounded.search("zebra crossing", k=5, where={"user_id": "b"}) == []
+
+
 @pytest.mark.parametrize("collection", ["q", "t", "m"])
 def test_lexical_search_in_a_table_named_like_a_query_alias(pg_url: str, collection: str) -> None:
     memory = _memory(pg_url, collection, DeterministicFakeEmbedding(size=8))

@@ -11,7 +11,13 @@ from cogito_lc.stores.postgres import (
     redact_url,
     where_to_sql,
 )
-from cogito_lc.stores.postgres_lexical import _chosen_terms, _TermWeights, _tsquery
+from cogito_lc.stores.postgres_lexical import (
+    _chosen_terms,
+    _cut_short,
+    _paired_terms,
+    _TermWeights,
+    _tsquery,
+)
 
 
 @pytest.mark.parametrize(
@@ -107,3 +113,24 @@ def test_counted_terms_are_chosen_before_estimated_ones(
     chosen: tuple[list[str], list[str], int],
 ) -> None:
     assert _chosen_terms(_weights(counted, estimated), 2_000) == chosen
+
+
+def test_pairs_are_of_the_rarest_terms_likely_fewest_rows_first() -> None:
+    weights = _weights(
+        {"zebra": 3_000, "river": 2_500, "guard": 9_000}, {"the": 60_000, "a": 90_000}
+    )
+    assert _paired_terms(weights) == [
+        ("river", "zebra"),
+        ("river", "guard"),
+        ("zebra", "guard"),
+        ("river", "the"),
+        ("zebra", "the"),
+        ("guard", "the"),
+    ]
+    assert _paired_terms(_weights({"zebra": 3_000}, {})) == []
+
+
+def test_pairs_are_sought_only_when_the_chosen_terms_overflow_the_budget() -> None:
+    weights = _weights({"zebra": 3_000, "river": 1_500}, {})
+    assert _cut_short(weights, ["zebra"], 2_000)
+    assert not _cut_short(weights, ["river"], 2_000)
