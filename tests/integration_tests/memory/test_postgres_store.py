@@ -226,6 +226,38 @@ def test_past_the_budget_rows_holding_two_rare_terms_come_first(
     assert bounded.search("zebra crossing", k=5, where={"user_id": "b"}) == []
 
 
+@pytest.mark.parametrize("fill", [True, False])
+def test_the_budget_left_goes_to_rows_holding_two_left_out_terms(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch, fill: bool
+) -> None:
+    monkeypatch.setattr(postgres_lexical, "POSTING_BUDGET", 5)
+    if not fill:
+        monkeypatch.setattr(postgres_lexical, "_left_out_pair", lambda *_: None)
+    memory = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
+    scope = memory.scoped({"user_id": "a"})
+    zebras = scope.store_many(["a zebra grazing", "zebra stripes"])
+    scope.store_many([f"the river runs past mill {i}" for i in range(6)])
+    scope.store_many([f"a crossing guard on shift {i}" for i in range(6)])
+    [both] = scope.store_many(["the river crossing by the old bridge"])
+    assert memory._lexical is not None
+    bounded = memory._lexical.index
+    assert isinstance(bounded, PostgresLexicalIndex)
+    exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+    exact_top = [
+        doc.id for doc, _ in exact.search("zebra river crossing", k=3, where={"user_id": "a"})
+    ]
+    assert both in exact_top
+
+    # "zebra" (2 rows) fits the budget of 5, "river" (7) does not: 3 rows are left.
+    hits = bounded.search("zebra river crossing", k=10, where={"user_id": "a"})
+    found = [doc.id for doc, _ in hits]
+    assert set(zebras) <= set(found)
+    assert len(found) == (3 if fill else 2)
+    assert (both in found) is fill
+    if fill:
+        assert found[: len(exact_top)] == exact_top
+
+
 @pytest.mark.parametrize("collection", ["q", "t", "m"])
 def test_lexical_search_in_a_table_named_like_a_query_alias(pg_url: str, collection: str) -> None:
     memory = _memory(pg_url, collection, DeterministicFakeEmbedding(size=8))

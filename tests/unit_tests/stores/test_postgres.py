@@ -14,6 +14,7 @@ from cogito_lc.stores.postgres import (
 from cogito_lc.stores.postgres_lexical import (
     _chosen_terms,
     _cut_short,
+    _left_out_pair,
     _paired_terms,
     _TermWeights,
     _tsquery,
@@ -134,3 +135,9 @@ def test_pairs_are_sought_only_when_the_chosen_terms_overflow_the_budget() -> No
     weights = _weights({"zebra": 3_000, "river": 1_500}, {})
     assert _cut_short(weights, ["zebra"], 2_000)
     assert not _cut_short(weights, ["river"], 2_000)
+
+
+def test_the_left_out_pair_is_of_the_two_rarest_terms_not_chosen() -> None:
+    weights = _weights({"zebra": 30, "river": 2_500, "guard": 9_000}, {"the": 60_000})
+    assert _left_out_pair(weights, ["zebra"]) == "'river' & 'guard'"
+    assert _left_out_pair(weights, ["zebra", "river", "guard"]) is None
