@@ -194,6 +194,14 @@ def test_lexical_search_past_the_budget_ranks_the_rare_terms_candidates(
         bounded.search(query, k=5)  # plain words, never query syntax: no error
 
 
+def _bounded_and_exact(memory: MemoryStore) -> tuple[PostgresLexicalIndex, PostgresLexicalIndex]:
+    """The store's own lexical index, and one over its table with every row in its budget."""
+    assert memory._lexical is not None
+    bounded = memory._lexical.index
+    assert isinstance(bounded, PostgresLexicalIndex)
+    return bounded, PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+
+
 @pytest.mark.parametrize("paired", [postgres_lexical.PAIRED_TERMS, 1])
 def test_past_the_budget_rows_holding_two_rare_terms_come_first(
     pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch, paired: int
@@ -205,10 +213,7 @@ def test_past_the_budget_rows_holding_two_rare_terms_come_first(
     scope.store_many([f"zebra seen near the river, sighting {i}" for i in range(12)])
     scope.store_many([f"crossing guard on the school shift {i}" for i in range(14)])
     [both] = scope.store_many(["the zebra crossing outside the office"])
-    assert memory._lexical is not None
-    bounded = memory._lexical.index
-    assert isinstance(bounded, PostgresLexicalIndex)
-    exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+    bounded, exact = _bounded_and_exact(memory)
     [(best, best_score)] = exact.search("zebra crossing", k=1, where={"user_id": "a"})
     assert best.id == both
 
@@ -239,10 +244,7 @@ def test_the_budget_left_goes_to_rows_holding_two_left_out_terms(
     scope.store_many([f"the river runs past mill {i}" for i in range(6)])
     scope.store_many([f"a crossing guard on shift {i}" for i in range(6)])
     [both] = scope.store_many(["the river crossing by the old bridge"])
-    assert memory._lexical is not None
-    bounded = memory._lexical.index
-    assert isinstance(bounded, PostgresLexicalIndex)
-    exact = PostgresLexicalIndex(bounded.adapter, posting_budget=1_000)
+    bounded, exact = _bounded_and_exact(memory)
     exact_top = [
         doc.id for doc, _ in exact.search("zebra river crossing", k=3, where={"user_id": "a"})
     ]
