@@ -468,8 +468,8 @@ def _left_out_pair(weights: _TermWeights, chosen: list[str]) -> str | None:
     Rows holding both often outscore rows holding one chosen term. Measured on
     100,000 memories at the real budget, over 150 questions not used to choose it:
     the bounded top 10 kept 0.97 of the exact one instead of 0.92 (worst question
-    0.92 of its BM25 score instead of 0.65), for 0.6 ms more per recall (p50 of
-    paired runs); the three pairs of three such terms gave 0.98 for 1.8 ms more.
+    0.92 of its BM25 score instead of 0.65), for 0.0-0.6 ms more per recall (p50
+    of paired runs); the six pairs of four such terms gave 0.98 for 1.8 ms more.
     """
     frequency = weights.frequency
     left = sorted((term for term in frequency if term not in chosen), key=frequency.__getitem__)
