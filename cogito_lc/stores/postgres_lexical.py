@@ -212,12 +212,17 @@ class PostgresLexicalIndex:
                 return []
             candidates, candidate_params = self._candidates(weights, sql, params)
             ranked = _SCORED.format(candidates=candidates, ranked=_RANKED)
-            rows = conn.execute(
-                f"{ranked} SELECT {columns}, s.score FROM {self.table} AS m "  # noqa: S608
-                f"JOIN s ON m.seq = s.hit WHERE {sql} ORDER BY s.score DESC, s.hit",
-                [*candidate_params, *weights.params(), k, *params],
-                binary=vectors is not None,
-            ).fetchall()
+            # The candidate branches must run in order (the first rows win the budget):
+            # no parallel plan. Setting, search and commit go in one round trip.
+            with conn.pipeline(), conn.transaction():
+                conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                cursor = conn.execute(
+                    f"{ranked} SELECT {columns}, s.score FROM {self.table} AS m "  # noqa: S608
+                    f"JOIN s ON m.seq = s.hit WHERE {sql} ORDER BY s.score DESC, s.hit",
+                    [*candidate_params, *weights.params(), k, *params],
+                    binary=vectors is not None,
+                )
+            rows = cursor.fetchall()
         if vectors is not None:
             rows, read = split_vectors(rows)
             vectors.update(read)
@@ -452,7 +457,8 @@ def _paired_terms(weights: _TermWeights) -> list[tuple[str, str]]:
     """The pairs of the query's :data:`PAIRED_TERMS` rarest terms, likely fewest rows first.
 
     A pair's rows are expected to be few when the product of its terms' rows is
-    small (terms held independently); ties keep the rarer term's pairs first.
+    small (terms held independently). Counts stop past the budget, so terms past
+    it tie, and ties keep the query's order.
     """
     frequency = weights.frequency
     rarest = sorted(frequency, key=frequency.__getitem__)[:PAIRED_TERMS]

@@ -279,6 +279,10 @@ ALLOWED = {
         re.compile(r"SET LOCAL hnsw\.(?:ef_search|iterative_scan) = \w+"),
         "a setting for the vector search that follows in the same transaction",
     ),
+    "lexical search setting": Allowed(
+        re.compile(r"SET LOCAL max_parallel_workers_per_gather = 0"),
+        "no parallel plan for the lexical search that follows in the same transaction",
+    ),
     "vector type lookup": Allowed(
         re.compile(r"SELECT .* FROM pg_type t WHERE .*"),
         "psycopg's lookup of the vector type when the pool opens a connection "

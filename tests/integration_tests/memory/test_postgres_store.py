@@ -217,7 +217,8 @@ def test_past_the_budget_rows_holding_two_rare_terms_come_first(
     [(best, best_score)] = exact.search("zebra crossing", k=1, where={"user_id": "a"})
     assert best.id == both
 
-    # "zebra", the rarer term, is in 13 rows: more than the budget of 5.
+    # Both terms are in more rows than the budget of 5 (their counts stop at 6, a tie):
+    # "zebra", first in the query, is the term whose rows fill what the pairs leave.
     hits = bounded.search("zebra crossing", k=20, where={"user_id": "a"})
     assert len(hits) == 5
     if paired == 1:  # no pairs: an arbitrary 5 of zebra's rows, the last one written not among them
@@ -229,6 +230,14 @@ def test_past_the_budget_rows_holding_two_rare_terms_come_first(
         doc.id for doc, _ in exact.search("zebra", k=20, where={"user_id": "a"})
     }
     assert bounded.search("zebra crossing", k=5, where={"user_id": "b"}) == []
+    # Three terms, three pairs, one row holding all three: taken once, scored once.
+    scope.store_many([f"an office on floor {i}" for i in range(8)])
+    three = bounded.search("zebra crossing office", k=20, where={"user_id": "a"})
+    ids = [doc.id or "" for doc, _ in three]
+    assert len(ids) == len(set(ids)) == 5
+    assert ids[0] == both
+    rescored = bounded.scores("zebra crossing office", ids, where={"user_id": "a"})
+    assert [score for _, score in three] == pytest.approx([rescored[i] for i in ids])
 
 
 @pytest.mark.parametrize("fill", [True, False])
