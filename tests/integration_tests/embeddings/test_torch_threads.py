@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from cogito_lc import MemoryStore, RecallB
 from cogito_lc.embeddings.threads import LATENCY_TEXTS, leaving_a_core
 from cogito_lc.retrievers._subquery_vectors import embed_with_plan, plan_subqueries
-from tests.integration_tests.conftest_pg import close_postgres_memory
+from tests.integration_tests.conftest_pg import closed_after_test
 
 NOTES = ["The billing service listens on port 8083.", "Deploys run on Tuesdays."]
 QUERY = "which port does billing listen on?"
@@ -63,21 +63,20 @@ def test_only_a_recall_with_its_lexical_run_in_the_database_spares_a_core(
     minilm: Embeddings, threads_seen: list[int], pg_url: str, pg_collection: str, tmp_path: Path
 ) -> None:
     every = torch.get_num_threads()
-    postgres = MemoryStore.from_database_url(pg_url, embeddings=minilm, collection=pg_collection)
+    postgres = closed_after_test(
+        MemoryStore.from_database_url(pg_url, embeddings=minilm, collection=pg_collection)
+    )
     chroma = MemoryStore(Chroma("notes", minilm, persist_directory=str(tmp_path)))
     recalls = []
-    try:
-        for memory in (postgres, chroma):
-            memory.store_many(NOTES)
-            recall = memory.as_retriever(k=1)
-            assert isinstance(recall, RecallB)
-            recall.invoke(QUERY)  # the sub-query plan is probed once
-            recalls.append(recall)
-        threads_seen.clear()
-        for recall in recalls:
-            assert "8083" in recall.invoke(QUERY)[0].page_content
-    finally:
-        close_postgres_memory(postgres)
+    for memory in (postgres, chroma):
+        memory.store_many(NOTES)
+        recall = memory.as_retriever(k=1)
+        assert isinstance(recall, RecallB)
+        recall.invoke(QUERY)  # the sub-query plan is probed once
+        recalls.append(recall)
+    threads_seen.clear()
+    for recall in recalls:
+        assert "8083" in recall.invoke(QUERY)[0].page_content
     assert threads_seen == [every - 1, every]
 
 
