@@ -245,7 +245,7 @@ class PostgresLexicalIndex:
         chosen = counted + estimated
         select = f"SELECT {_CANDIDATE_COLUMNS} FROM {self.table} WHERE "  # noqa: S608
         branches = _Branches(select, sql, params)
-        if not (counted and estimated) and _cut_short(weights, chosen, budget):
+        if _cut_short(weights, chosen, budget):  # then one term, counted or estimated
             taken = branches.add_pairs(_paired_terms(weights), budget)
             branches.add(_tsquery(chosen), budget, without=_any_of(taken))
             return branches.statement(budget)
@@ -479,7 +479,7 @@ def _left_out_pair(weights: _TermWeights, chosen: list[str]) -> str | None:
     """
     frequency = weights.frequency
     left = sorted((term for term in frequency if term not in chosen), key=frequency.__getitem__)
-    return f"'{left[0]}' & '{left[1]}'" if len(left) > 1 else None
+    return _all_of(left[:2]) if len(left) > 1 else None
 
 
 @dataclass
@@ -508,7 +508,7 @@ class _Branches:
         """The rows holding both terms of each pair, pair by pair; returns their tsqueries."""
         taken: list[str] = []
         for first, second in pairs:
-            both = f"'{first}' & '{second}'"
+            both = _all_of([first, second])
             self.add(both, limit, without=_any_of(taken))
             taken.append(both)
         return taken
@@ -534,3 +534,8 @@ def _terms(query: str) -> list[str]:
 def _tsquery(terms: list[str]) -> str:
     """A tsquery matching any of ``terms``, each quoted (never query syntax)."""
     return " | ".join(f"'{term}'" for term in terms)
+
+
+def _all_of(terms: list[str]) -> str:
+    """A tsquery matching the rows holding every one of ``terms``, each quoted."""
+    return " & ".join(f"'{term}'" for term in terms)
