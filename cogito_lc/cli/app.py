@@ -118,7 +118,8 @@ def _client(ctx: typer.Context, **overrides: Any) -> Iterator[ApiClient]:
 
     settings = _settings(options, **overrides)
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    with ApiClient.local(create_app(settings), token=token) as client:
+    # One request per command, most of them embedding nothing: load models on use.
+    with ApiClient.local(create_app(settings, warm_up=False), token=token) as client:
         yield client
 
 

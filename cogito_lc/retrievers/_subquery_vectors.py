@@ -42,6 +42,7 @@ from langchain_core.embeddings import Embeddings
 
 from cogito_lc._core.model_lock import model_lock
 from cogito_lc._core.text import word_spans
+from cogito_lc.embeddings.lazy import LazyEmbeddings
 from cogito_lc.embeddings.threads import leaving_a_core
 from cogito_lc.retrievers._per_object import PerObject
 
@@ -98,8 +99,10 @@ def find_sentence_transformer(embeddings: Embeddings) -> Any | None:
     """The ``SentenceTransformer`` an ``Embeddings`` object holds, or None.
 
     ``HuggingFaceEmbeddings`` keeps it in ``_client``; a user's own wrapper in any
-    attribute (``model``, ``client``, ...).
+    attribute (``model``, ``client``, ...). :class:`LazyEmbeddings` are built first.
     """
+    if isinstance(embeddings, LazyEmbeddings):
+        embeddings = embeddings.embeddings
     sentence_transformers = sys.modules.get("sentence_transformers")
     if sentence_transformers is None:  # no model can have been loaded
         return None

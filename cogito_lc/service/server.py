@@ -80,6 +80,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
 
 from cogito_lc import __version__
+from cogito_lc.embeddings.lazy import LazyEmbeddings
 from cogito_lc.memory.memory_store import MemoryStore
 from cogito_lc.service._guard import (
     BearerAuthMiddleware,
@@ -137,6 +138,7 @@ from cogito_lc.service.config import (
 )
 from cogito_lc.service.models import (
     chat_model_from_settings,
+    embeddings_from_settings,
     judge_from_settings,
     memory_from_settings,
 )
@@ -650,22 +652,28 @@ def _options(settings: CogitoSettings) -> ServiceOptions:
     )
 
 
-def memory_service(settings: CogitoSettings, memory: MemoryStore | None = None) -> MemoryService:
+def memory_service(
+    settings: CogitoSettings, memory: MemoryStore | None = None, *, lazy: bool = False
+) -> MemoryService:
     """The service behind the endpoints (and the MCP tools) for these settings.
 
     Args:
         settings: The settings (models, defaults, concurrency).
         memory: The store to serve; by default one built from the settings.
+        lazy: Build the default store's embeddings on their first use
+            (:class:`~cogito_lc.embeddings.LazyEmbeddings`), not now.
     """
-    memory = memory if memory is not None else memory_from_settings(settings)
+    if memory is None:
+        embeddings = LazyEmbeddings(partial(embeddings_from_settings, settings)) if lazy else None
+        memory = memory_from_settings(settings, embeddings=embeddings)
     return MemoryService(memory, _options(settings))
 
 
-def _lifespan(service: MemoryService) -> Callable[[FastAPI], Any]:
+def _lifespan(service: MemoryService, *, warm_up: bool) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            async with _serving(app, service.memory):
+            async with _serving(app, service.memory, warm_up=warm_up):
                 yield
         finally:
             service.close()  # stop probing the dependencies
@@ -674,8 +682,20 @@ def _lifespan(service: MemoryService) -> Callable[[FastAPI], Any]:
 
 
 @asynccontextmanager
-async def _serving(app: FastAPI, memory: MemoryStore) -> AsyncIterator[None]:
-    """Warm the models and indexes up, then serve (with the MCP endpoint, if mounted)."""
+async def _serving(app: FastAPI, memory: MemoryStore, *, warm_up: bool) -> AsyncIterator[None]:
+    """Warm the models and indexes up (if asked), then serve (with the MCP endpoint, if mounted)."""
+    if warm_up:
+        await _warm_up(memory)
+    mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
+    if mcp_endpoint is None:
+        yield
+        return
+    async with mcp_endpoint.running():
+        yield
+
+
+async def _warm_up(memory: MemoryStore) -> None:
+    """Load the embedding model and the lexical index before the first request."""
     embeddings = memory.vectorstore.embeddings
     if embeddings is not None:  # load the model before the first request, if it answers
         try:
@@ -688,12 +708,6 @@ async def _serving(app: FastAPI, memory: MemoryStore) -> AsyncIterator[None]:
             await anyio.to_thread.run_sync(sync.warm_up)
         except Exception as exc:  # the first recall tries again and reports it
             logger.warning("lexical warm-up failed (%s); serving anyway", type(exc).__name__)
-    mcp_endpoint = getattr(app.state, "mcp_endpoint", None)
-    if mcp_endpoint is None:
-        yield
-        return
-    async with mcp_endpoint.running():
-        yield
 
 
 def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -> Any:
@@ -733,7 +747,10 @@ def _mount_ui(
 
 
 def create_app(
-    settings: CogitoSettings | None = None, *, memory: MemoryStore | None = None
+    settings: CogitoSettings | None = None,
+    *,
+    memory: MemoryStore | None = None,
+    warm_up: bool = True,
 ) -> FastAPI:
     """The FastAPI app of the memory service.
 
@@ -742,6 +759,11 @@ def create_app(
         memory: The store to serve; by default one built from the settings
             (embedded Chroma at ``store_path``, ``embed_model``, extraction with
             ``llm_model`` when set). Its scope is the default scope of requests.
+        warm_up: Load the embedding model and the lexical index at start-up, so
+            the first request does not wait for them. False loads each on its
+            first use (the store built here embeds through
+            :class:`~cogito_lc.embeddings.LazyEmbeddings`): what a one-shot
+            command wants, where most requests embed nothing.
 
     Returns:
         The app, ready for any ASGI server (``serve`` runs it with uvicorn).
@@ -758,14 +780,14 @@ def create_app(
         ```
     """
     settings = settings or load_settings()
-    service = memory_service(settings, memory)
+    service = memory_service(settings, memory, lazy=not warm_up)
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     auth = token is not None
     app = FastAPI(
         title="cogito-lc memory service",
         version=__version__,
         summary="Long-term memory for agents over HTTP: store, recall, snapshot.",
-        lifespan=_lifespan(service),
+        lifespan=_lifespan(service, warm_up=warm_up),
         docs_url=None if auth else "/docs",
         redoc_url=None,
     )

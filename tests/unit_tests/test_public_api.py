@@ -91,7 +91,7 @@ LAYER_EXPORTS = {
     "cogito_lc.extraction": {"LlmExtractor", "FactExtractor", "FactListOutputParser"},
     "cogito_lc.memory": {"MemoryStore", "MemoryConflictError", "SnapshotBuilder"},
     "cogito_lc.prompts": {"PromptRegistry"},
-    "cogito_lc.embeddings": {"local_embeddings"},
+    "cogito_lc.embeddings": {"LazyEmbeddings", "local_embeddings"},
 }
 
 

@@ -315,6 +315,34 @@ def test_history_and_forget_on_the_embedded_store(env: dict[str, str], tmp_path:
         assert "Traceback" not in done.stderr
 
 
+def test_commands_that_embed_nothing_load_no_model(env: dict[str, str], tmp_path: Path) -> None:
+    memory_id = json.loads(
+        cli("store", "Deploys freeze on Fridays.", "--raw", env=env, cwd=tmp_path).stdout
+    )["id"]
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['cogito-lc', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('cogito_lc.cli', run_name='__main__')\n"
+        "finally:\n    print('model loaded:', 'sentence_transformers' in sys.modules)\n"
+    )
+    for command in (["health", "--raw"], ["history", memory_id, "--raw"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        answer, loaded = done.stdout.rsplit("model loaded:", 1)
+        assert loaded.strip() == "False", command
+        assert json.loads(answer), command
+    recalled = cli("recall-b", "when do deploys freeze", "--raw", env=env, cwd=tmp_path)
+    assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id
+
+
 def test_history_and_forget_through_a_server(
     env: dict[str, str], tmp_path: Path, server: ServiceProcess
 ) -> None:

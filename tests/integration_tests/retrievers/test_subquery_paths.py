@@ -20,7 +20,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
 
 from cogito_lc import METADATA_KEY, RecallB
-from cogito_lc.embeddings import local_embeddings, local_model_path
+from cogito_lc.embeddings import LazyEmbeddings, local_embeddings, local_model_path
 from cogito_lc.retrievers._subquery_vectors import embed_with_plan, plan_subqueries
 from cogito_lc.retrievers.recall_b import RECALL_B_EVENT
 from tests.integration_tests.conftest_llm import SKIP_LLM_TESTS_ENV_VAR
@@ -106,6 +106,19 @@ def test_hugging_face_constructions_take_the_span_path(construction: str) -> Non
     queries = [QUERY, "auth tokens", "login"]
     reference = embed_with_plan(plan_subqueries(local_embeddings()), local_embeddings(), queries)
     np.testing.assert_allclose(embed_with_plan(plan, embeddings, queries), reference, atol=1e-5)
+
+
+def test_lazy_embeddings_take_the_span_path_once_built() -> None:
+    lazy = LazyEmbeddings(local_embeddings)
+    store = build_store(lazy)
+    docs = RecallB(vectorstore=store, k=3).invoke(QUERY)
+    assert docs[0].metadata[METADATA_KEY]["subquery_vectors"] == "span"
+    assert "3600" in docs[0].page_content
+    queries = [QUERY, "auth tokens", "login"]
+    reference = embed_with_plan(plan_subqueries(local_embeddings()), local_embeddings(), queries)
+    np.testing.assert_allclose(
+        embed_with_plan(plan_subqueries(lazy), lazy, queries), reference, atol=1e-5
+    )
 
 
 def test_a_wrapped_sentence_transformer_takes_the_span_path(

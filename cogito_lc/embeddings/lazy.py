@@ -1,0 +1,97 @@
+"""Embeddings built on first use, so a process that never embeds never loads a model."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+__all__ = ["LazyEmbeddings"]
+
+_OWN = frozenset({"_factory", "_lock", "_loaded"})
+
+
+class LazyEmbeddings(Embeddings):
+    """An ``Embeddings`` that builds the real one (``factory()``) on its first use.
+
+    Loading a local model takes seconds (torch, weights); a command that only
+    counts, lists or deletes memories needs none of it. The first embedding call,
+    or the first read of any other attribute (``model_name``, ``_client``), builds
+    the embeddings once, whichever thread asks first; every later call goes to them.
+
+    Args:
+        factory: Builds the embeddings; called at most once.
+
+    Example:
+        ```python
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        from cogito_lc.embeddings import LazyEmbeddings
+
+        embeddings = LazyEmbeddings(lambda: DeterministicFakeEmbedding(size=8))
+        assert not embeddings.loaded
+        assert len(embeddings.embed_query("hello")) == 8
+        assert embeddings.loaded
+        ```
+    """
+
+    def __init__(self, factory: Callable[[], Embeddings]) -> None:
+        if not callable(factory):
+            msg = (
+                f"factory must be a function returning Embeddings, got {type(factory).__name__}; "
+                "pass e.g. `LazyEmbeddings(local_embeddings)`."
+            )
+            raise TypeError(msg)
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._loaded: Embeddings | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the embeddings have been built."""
+        return self._loaded is not None
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The real embeddings, built now if they were not yet."""
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._factory()
+            return self._loaded
+
+    async def aload(self) -> Embeddings:
+        """:attr:`embeddings`, built in a worker thread so the event loop keeps running."""
+        if self._loaded is not None:
+            return self._loaded
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: self.embeddings)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed ``texts`` with the built embeddings."""
+        return self.embeddings.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed ``text`` with the built embeddings."""
+        return self.embeddings.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async :meth:`embed_documents`."""
+        return await (await self.aload()).aembed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async :meth:`embed_query`."""
+        return await (await self.aload()).aembed_query(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _OWN or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.embeddings, name)
+
+    def __repr__(self) -> str:
+        state = repr(self._loaded) if self._loaded is not None else "not loaded"
+        return f"LazyEmbeddings({state})"

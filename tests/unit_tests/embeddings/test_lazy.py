@@ -1,0 +1,74 @@
+"""LazyEmbeddings: built once, on first use, from whichever thread asks first."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from cogito_lc.embeddings import LazyEmbeddings
+
+
+class CountingFactory:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> Embeddings:
+        self.calls += 1
+        time.sleep(0.05)  # a model load: other threads arrive meanwhile
+        return DeterministicFakeEmbedding(size=8)
+
+
+def test_nothing_is_built_until_an_embedding_is_asked_for() -> None:
+    factory = CountingFactory()
+    lazy = LazyEmbeddings(factory)
+    assert (factory.calls, lazy.loaded) == (0, False)
+    assert "not loaded" in repr(lazy)
+
+    real = DeterministicFakeEmbedding(size=8)
+    assert lazy.embed_query("tokens expire after 3600 s") == real.embed_query(
+        "tokens expire after 3600 s"
+    )
+    assert lazy.embed_documents(["a", "b"]) == real.embed_documents(["a", "b"])
+    assert (factory.calls, lazy.loaded) == (1, True)
+
+
+def test_other_attributes_come_from_the_built_embeddings() -> None:
+    factory = CountingFactory()
+    lazy = LazyEmbeddings(factory)
+    assert lazy.size == 8  # type: ignore[attr-defined]
+    assert factory.calls == 1
+    with pytest.raises(AttributeError, match="no_such_field"):
+        lazy.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_threads_asking_at_once_build_it_once() -> None:
+    factory = CountingFactory()
+    lazy = LazyEmbeddings(factory)
+    with ThreadPoolExecutor(8) as pool:
+        vectors = list(pool.map(lazy.embed_query, ["same text"] * 32))
+    assert factory.calls == 1
+    assert all(vector == vectors[0] for vector in vectors)
+
+
+async def test_async_calls_build_it_in_a_worker_thread() -> None:
+    built_in: list[str] = []
+
+    def factory() -> Embeddings:
+        built_in.append(threading.current_thread().name)
+        return DeterministicFakeEmbedding(size=8)
+
+    lazy = LazyEmbeddings(factory)
+    vector = await lazy.aembed_query("hello")
+    assert vector == DeterministicFakeEmbedding(size=8).embed_query("hello")
+    assert len(await lazy.aembed_documents(["a", "b"])) == 2
+    assert built_in != [threading.main_thread().name]
+    assert len(built_in) == 1
+
+
+def test_a_factory_that_is_not_callable_is_refused_with_the_fix() -> None:
+    with pytest.raises(TypeError, match=r"LazyEmbeddings\(local_embeddings\)"):
+        LazyEmbeddings(DeterministicFakeEmbedding(size=8))  # type: ignore[arg-type]
