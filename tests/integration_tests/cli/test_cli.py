@@ -16,10 +16,15 @@ from tests.integration_tests.service_process import ServiceProcess, free_port, s
 
 
 def cli(
-    *args: str, env: dict[str, str], cwd: Path, check: bool = True, timeout: float = 300
+    *args: str,
+    env: dict[str, str],
+    cwd: Path,
+    check: bool = True,
+    timeout: float = 300,
+    launcher: tuple[str, ...] = ("-m", "cogito_lc.cli"),
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "cogito_lc.cli", *args],
+        [sys.executable, *launcher, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -326,16 +331,7 @@ def test_commands_that_embed_nothing_load_no_model(env: dict[str, str], tmp_path
         "finally:\n    print('model loaded:', 'sentence_transformers' in sys.modules)\n"
     )
     for command in (["health", "--raw"], ["history", memory_id, "--raw"]):
-        done = subprocess.run(
-            [sys.executable, "-c", probe, *command],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
+        done = cli(*command, env=env, cwd=tmp_path, launcher=("-c", probe))
         answer, loaded = done.stdout.rsplit("model loaded:", 1)
         assert loaded.strip() == "False", command
         assert json.loads(answer), command
