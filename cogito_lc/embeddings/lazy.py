@@ -21,6 +21,7 @@ class LazyEmbeddings(Embeddings):
     counts, lists or deletes memories needs none of it. The first embedding call,
     or the first read of any other attribute (``model_name``, ``_client``), builds
     the embeddings once, whichever thread asks first; every later call goes to them.
+    A factory that raises is called again on the next use.
 
     Args:
         factory: Builds the embeddings; called at most once.

@@ -69,6 +69,24 @@ async def test_async_calls_build_it_in_a_worker_thread() -> None:
     assert len(built_in) == 1
 
 
+def test_a_factory_that_fails_is_tried_again_on_the_next_use() -> None:
+    attempts: list[int] = []
+
+    def factory() -> Embeddings:
+        attempts.append(1)
+        if len(attempts) == 1:
+            msg = "model server not up yet"
+            raise ConnectionError(msg)
+        return DeterministicFakeEmbedding(size=8)
+
+    lazy = LazyEmbeddings(factory)
+    with pytest.raises(ConnectionError, match="not up yet"):
+        lazy.embed_query("hello")
+    assert not lazy.loaded
+    assert len(lazy.embed_query("hello")) == 8
+    assert len(attempts) == 2
+
+
 def test_a_factory_that_is_not_callable_is_refused_with_the_fix() -> None:
     with pytest.raises(TypeError, match=r"LazyEmbeddings\(local_embeddings\)"):
         LazyEmbeddings(DeterministicFakeEmbedding(size=8))  # type: ignore[arg-type]
