@@ -31,6 +31,7 @@ from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
+from cogito_lc.stores._qdrant_local import Ranked, local_nearest
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -609,6 +610,10 @@ class QdrantAdapter(BatchedSearchAdapter):
     ) -> list[list[ScoredDocument]]:
 
         translated = self._where(where)
+        if where is None and is_local(self.client):
+            ranked = local_nearest(self.client, self.collection, self._vector_name, vectors, ks)
+            if ranked is not None:
+                return self._ranked_hits(ranked, translated, stored)
         if not translated.pushed.exact:
             return [
                 self._nearest_checked(vector, k, translated, stored)
@@ -652,6 +657,29 @@ class QdrantAdapter(BatchedSearchAdapter):
                 break
             offset += size
         return hits[:k]
+
+    def _ranked_hits(
+        self, ranked: list[Ranked], translated: _Where, stored: StoredVectors | None
+    ) -> list[list[ScoredDocument]]:
+        """The points ranked outside the client, read in one ``retrieve`` and scored."""
+        from qdrant_client import models
+
+        wanted = list(dict.fromkeys(point for run in ranked for point, _ in run))
+        points = self.client.retrieve(
+            self.collection, wanted, with_payload=True, with_vectors=stored is not None
+        )
+        by_id = {point.id: point for point in points}
+        runs = [
+            [
+                models.ScoredPoint(
+                    id=point, version=0, score=score, payload=held.payload, vector=held.vector
+                )
+                for point, score in run
+                if (held := by_id.get(point)) is not None
+            ]
+            for run in ranked
+        ]
+        return [self._hits(run, translated, stored) for run in runs]
 
     def _hits(
         self, points: Sequence[Any], translated: _Where, stored: StoredVectors | None

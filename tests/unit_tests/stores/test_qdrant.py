@@ -254,3 +254,51 @@ def test_a_store_without_a_directory_keeps_its_state_in_qdrant() -> None:
     assert stored.id in kept
     assert "555-0100" not in kept
     assert record["ids"] == [stored.id]
+
+
+def _library_ranking(client: Any, collection: str, vector: list[float], k: int) -> list[Any]:
+    from qdrant_client import models
+
+    [response] = client.query_batch_points(
+        collection, requests=[models.QueryRequest(query=vector, limit=k, with_payload=False)]
+    )
+    return [(point.id, point.score) for point in response.points]
+
+
+def test_unfiltered_local_searches_rank_as_qdrant_does() -> None:
+    from cogito_lc.stores._qdrant_local import local_nearest
+
+    store = open_qdrant_store(EMBEDDINGS)
+    ids = [f"m{i}" for i in range(300)]
+    store.add_texts([f"memory number {i}" for i in range(300)], [{"user_id": "u"}] * 300, ids=ids)
+    store.delete(ids[::7])  # deleted points must not come back
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    queries = [EMBEDDINGS.embed_query(f"question {i}") for i in range(5)]
+    ks = [1, 10, 40, 299, 300]
+    ranked = local_nearest(client, collection, "", queries, ks)
+    assert ranked is not None
+    for run, vector, k in zip(ranked, queries, ks, strict=True):
+        expected = _library_ranking(client, collection, vector, k)
+        assert [point for point, _ in run] == [point for point, _ in expected]
+        assert [score for _, score in run] == pytest.approx([s for _, s in expected], abs=1e-5)
+    assert len(ranked[-1]) == 300 - len(ids[::7])
+
+    adapter = adapter_for(store)
+    [(docs, _)] = adapter.search_by_vectors(["q"], [queries[1]], [10], {"filter": None})
+    assert [point_id(doc.id or "") for doc in docs] == [p for p, _ in ranked[1]]
+    assert all(doc.page_content == f"memory number {doc.id[1:]}" for doc in docs)  # type: ignore[index]
+
+
+def test_local_ranking_declines_a_collection_it_does_not_know() -> None:
+    from qdrant_client import QdrantClient, models
+
+    from cogito_lc.stores._qdrant_local import local_nearest
+
+    client = QdrantClient(location=":memory:")
+    client.create_collection(
+        "euclid", vectors_config=models.VectorParams(size=2, distance=models.Distance.EUCLID)
+    )
+    client.upsert("euclid", [models.PointStruct(id=1, vector=[1.0, 0.0])])
+    assert local_nearest(client, "euclid", "", [[1.0, 0.0]], [1]) is None
+    assert local_nearest(client, "missing", "", [[1.0, 0.0]], [1]) is None
+    assert local_nearest(client, "euclid", "named", [[1.0, 0.0]], [1]) is None

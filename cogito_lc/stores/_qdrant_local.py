@@ -1,0 +1,94 @@
+"""Unfiltered nearest points of Qdrant's local mode, all query vectors in one product.
+
+Local mode ranks each query vector on its own, and normalises every stored vector
+again for each one (``qdrant_client.local.distances.cosine_similarity``): at
+10,000 points that is about 10 ms a query vector, and a recall searches four.
+Its vectors are unit length already on a cosine collection (normalised on
+upsert), so one matrix product ranks every query vector at once.
+
+This reads local mode's arrays, which are not a public API: anything not as
+expected (a server, another distance, a sparse or multi vector, a renamed
+attribute) gives None, and the caller searches through the client instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Ranked", "local_nearest"]
+
+logger = logging.getLogger(__name__)
+
+Ranked = list[tuple[Any, float]]
+"""Point ids and their cosine similarity, nearest first."""
+
+
+def local_nearest(
+    client: Any, collection: str, vector_name: str, queries: Sequence[Any], ks: Sequence[int]
+) -> list[Ranked] | None:
+    """The ``ks[i]`` nearest live points of ``queries[i]``, or None (search with the client).
+
+    Args:
+        client: A ``QdrantClient`` (or the adapter's locked wrapper of one).
+        collection: The collection name.
+        vector_name: The dense vector's name (``""`` for the unnamed one).
+        queries: The query vectors.
+        ks: How many points each query wants.
+    """
+    lock = getattr(client, "_lock", None) or nullcontext()
+    with lock:
+        arrays = _cosine_arrays(client, collection, vector_name)
+        if arrays is None:
+            return None
+        matrix, alive, ids = arrays
+        query_matrix = _unit_rows(np.asarray(queries, dtype=matrix.dtype))
+        scores = query_matrix @ matrix.T
+    scores[:, ~alive] = -np.inf
+    return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
+
+
+def _cosine_arrays(
+    client: Any, collection: str, vector_name: str
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_], list[Any]] | None:
+    """The stored vectors, the live-point mask and the point ids; None if not as expected."""
+    from qdrant_client import models
+
+    try:
+        local = client._client.collections[collection]
+        params = local.config.vectors
+        params = params.get(vector_name) if isinstance(params, dict) else params
+        if params is None or params.distance != models.Distance.COSINE:
+            return None
+        count = len(local.payload)
+        matrix = local.vectors[vector_name][:count]
+        deleted = np.asarray(local.deleted[:count], dtype=bool) | np.asarray(
+            local.deleted_per_vector[vector_name][:count], dtype=bool
+        )  # 0/1 integers in local mode
+        ids = local.ids_inv[:count]
+    except (AttributeError, KeyError, TypeError) as exc:
+        logger.debug("Qdrant local mode not as expected (%s): searching through the client", exc)
+        return None
+    if matrix.ndim != 2 or len(ids) < count:
+        return None
+    return matrix, ~deleted, ids
+
+
+def _unit_rows(matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _top(row: npt.NDArray[Any], k: int, ids: list[Any]) -> Ranked:
+    live = int(np.isfinite(row).sum())
+    take = min(k, live)
+    if take <= 0:
+        return []
+    candidates = np.argpartition(-row, take - 1)[:take] if take < len(row) else np.arange(len(row))
+    order = candidates[np.lexsort((candidates, -row[candidates]))][:take]
+    return [(ids[i], float(row[i])) for i in order]
