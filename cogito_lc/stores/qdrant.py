@@ -610,8 +610,15 @@ class QdrantAdapter(BatchedSearchAdapter):
     ) -> list[list[ScoredDocument]]:
 
         translated = self._where(where)
-        if where is None and is_local(self.client):
-            ranked = local_nearest(self.client, self.collection, self._vector_name, vectors, ks)
+        if is_local(self.client):
+            ranked = local_nearest(
+                self.client,
+                self.collection,
+                self._vector_name,
+                vectors,
+                ks,
+                keep=self._payload_test(translated),
+            )
             if ranked is not None:
                 return self._ranked_hits(ranked, translated, stored)
         if not translated.pushed.exact:
@@ -657,6 +664,13 @@ class QdrantAdapter(BatchedSearchAdapter):
                 break
             offset += size
         return hits[:k]
+
+    def _payload_test(self, translated: _Where) -> Callable[[Mapping[str, Any]], bool] | None:
+        """Whether a point's payload matches the filter (None: every point does)."""
+        matches, key = translated.matches, self._metadata_key
+        if matches is None:
+            return None
+        return lambda payload: matches(payload.get(key) or {})
 
     def _ranked_hits(
         self, ranked: list[Ranked], translated: _Where, stored: StoredVectors | None

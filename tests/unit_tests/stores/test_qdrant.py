@@ -289,6 +289,41 @@ def test_unfiltered_local_searches_rank_as_qdrant_does() -> None:
     assert all(doc.page_content == f"memory number {doc.id[1:]}" for doc in docs)  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"user_id": "u1"},
+        {"$and": [{"user_id": "u1"}, {"n": {"$gte": 2}}]},
+        {"$or": [{"n": {"$in": [1, 3]}}, {"user_id": "u0"}]},
+        {"user_id": "nobody"},
+    ],
+)
+def test_filtered_local_searches_find_what_qdrants_filter_finds(
+    where: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qdrant_client import models
+
+    store = open_qdrant_store(EMBEDDINGS)
+    ids = [f"m{i}" for i in range(200)]
+    metadatas = [{"user_id": f"u{i % 3}", "n": i % 5} for i in range(200)]
+    store.add_texts([f"memory number {i}" for i in range(200)], metadatas, ids=ids)
+    store.delete(ids[::11])
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    pushed = where_to_qdrant(where, "metadata")
+    assert pushed.exact
+    queries = [EMBEDDINGS.embed_query(f"question {i}") for i in range(3)]
+    library_search = client.query_batch_points
+    searched_by_the_library: list[Any] = []
+    monkeypatch.setattr(client, "query_batch_points", searched_by_the_library.append, raising=False)
+    runs = adapter_for(store).search_by_vectors(["q"] * 3, queries, [5, 20, 60], {"filter": where})
+    assert searched_by_the_library == []  # ranked in one product, filter checked once
+    for (docs, _), vector, k in zip(runs, queries, [5, 20, 60], strict=True):
+        request = models.QueryRequest(query=vector, filter=pushed.filter, limit=k)
+        [expected] = library_search(collection, requests=[request])
+        assert [point_id(doc.id or "") for doc in docs] == [p.id for p in expected.points]
+        assert all(where_predicate(where)(doc.metadata) for doc in docs)
+
+
 def test_local_ranking_declines_a_collection_it_does_not_know() -> None:
     from qdrant_client import QdrantClient, models
 
