@@ -93,6 +93,9 @@ class LazyEmbeddings(Embeddings):
             raise AttributeError(name)
         return getattr(self.embeddings, name)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyEmbeddings, (self._factory,))  # a copy builds its own, on its first use
+
     def __repr__(self) -> str:
         state = repr(self._loaded) if self._loaded is not None else "not loaded"
         return f"LazyEmbeddings({state})"

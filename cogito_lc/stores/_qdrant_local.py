@@ -4,8 +4,10 @@ Local mode ranks each query vector on its own: it normalises every stored vector
 again (``qdrant_client.local.distances.cosine_similarity``) and checks a filter on
 every point again, in Python, for each one. At 10,000 points that is about 10 ms
 a query vector unfiltered, and a recall searches four. Its vectors are unit length
-already on a cosine collection (normalised on upsert), so one matrix product ranks
-every query vector at once, and a filter is checked once per point.
+on a cosine collection (normalised on upsert; those read back from disk when a
+collection opens are stored as given, and are normalised here once, in place, as
+local mode's own first search does), so one matrix product ranks every query
+vector at once, and a filter is checked once per point.
 
 This reads local mode's arrays, which are not a public API: anything not as
 expected (a server, another distance, a sparse or multi vector, a renamed
@@ -15,6 +17,7 @@ attribute) gives None, and the caller searches through the client instead.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
@@ -79,6 +82,7 @@ def _cosine_arrays(
             return None
         count = len(local.payload)
         matrix = local.vectors[vector_name][:count]
+        _unit_once(local, vector_name, matrix)
         deleted = np.asarray(local.deleted[:count], dtype=bool) | np.asarray(
             local.deleted_per_vector[vector_name][:count], dtype=bool
         )  # 0/1 integers in local mode
@@ -89,6 +93,19 @@ def _cosine_arrays(
     if matrix.ndim != 2 or len(ids) < count:
         return None
     return matrix, ~deleted, ids
+
+
+_UNIT: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+"""The vector names of each open local collection whose stored vectors are unit length."""
+
+
+def _unit_once(local: Any, vector_name: str, matrix: npt.NDArray[Any]) -> None:
+    """Normalise the vectors a collection read from disk (stored as given), once."""
+    done = _UNIT.setdefault(local, set())
+    if vector_name not in done:
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.where(norms == 0, 1.0, norms)
+        done.add(vector_name)
 
 
 def _unit_rows(matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -18,6 +18,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -611,16 +612,17 @@ class QdrantAdapter(BatchedSearchAdapter):
 
         translated = self._where(where)
         if is_local(self.client):
-            ranked = local_nearest(
-                self.client,
-                self.collection,
-                self._vector_name,
-                vectors,
-                ks,
-                keep=self._payload_test(translated),
-            )
-            if ranked is not None:
-                return self._ranked_hits(ranked, translated, stored)
+            with getattr(self.client, "_lock", None) or nullcontext():  # rank and read as one
+                ranked = local_nearest(
+                    self.client,
+                    self.collection,
+                    self._vector_name,
+                    vectors,
+                    ks,
+                    keep=self._payload_test(translated),
+                )
+                if ranked is not None:
+                    return self._ranked_hits(ranked, translated, stored)
         if not translated.pushed.exact:
             return [
                 self._nearest_checked(vector, k, translated, stored)

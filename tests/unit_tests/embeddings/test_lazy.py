@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -90,3 +91,20 @@ def test_a_factory_that_fails_is_tried_again_on_the_next_use() -> None:
 def test_a_factory_that_is_not_callable_is_refused_with_the_fix() -> None:
     with pytest.raises(TypeError, match=r"LazyEmbeddings\(local_embeddings\)"):
         LazyEmbeddings(DeterministicFakeEmbedding(size=8))  # type: ignore[arg-type]
+
+
+def test_a_copy_builds_its_own_embeddings_on_its_first_use() -> None:
+    import copy
+    import pickle
+
+    factory = CountingFactory()
+    lazy = LazyEmbeddings(factory)
+    lazy.embed_query("hello")
+    duplicate = copy.deepcopy(lazy)
+    assert not duplicate.loaded
+    assert duplicate.embed_query("hello") == lazy.embed_query("hello")
+    restored = pickle.loads(  # noqa: S301 - our own bytes
+        pickle.dumps(LazyEmbeddings(partial(DeterministicFakeEmbedding, size=8)))
+    )
+    assert not restored.loaded
+    assert len(restored.embed_query("hello")) == 8

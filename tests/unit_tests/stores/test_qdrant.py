@@ -324,6 +324,28 @@ def test_filtered_local_searches_find_what_qdrants_filter_finds(
         assert all(where_predicate(where)(doc.metadata) for doc in docs)
 
 
+def test_a_reopened_collection_ranks_as_qdrant_does(tmp_path: Any) -> None:
+    from qdrant_client import QdrantClient, models
+
+    from cogito_lc.stores._qdrant_local import local_nearest
+
+    vectors = [EMBEDDINGS.embed_query(f"memory {i}") for i in range(50)]  # not unit length
+    client = QdrantClient(path=str(tmp_path))
+    client.create_collection(
+        "c", vectors_config=models.VectorParams(size=16, distance=models.Distance.COSINE)
+    )
+    client.upsert("c", [models.PointStruct(id=i, vector=v) for i, v in enumerate(vectors)])
+    client.close()
+    reopened = QdrantClient(path=str(tmp_path))  # reads the vectors back as they were given
+    query = EMBEDDINGS.embed_query("question")
+    ranked = local_nearest(reopened, "c", "", [query], [10])  # before any search of the client
+    expected = _library_ranking(reopened, "c", query, 10)
+    assert ranked is not None
+    assert [p for p, _ in ranked[0]] == [p for p, _ in expected]
+    assert [s for _, s in ranked[0]] == pytest.approx([s for _, s in expected], abs=1e-5)
+    reopened.close()
+
+
 def test_local_ranking_declines_a_collection_it_does_not_know() -> None:
     from qdrant_client import QdrantClient, models
 
