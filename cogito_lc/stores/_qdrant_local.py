@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from cogito_lc.stores.base import unit_rows
 
 __all__ = ["Ranked", "local_nearest"]
 
@@ -44,6 +45,9 @@ def local_nearest(
 ) -> list[Ranked] | None:
     """The ``ks[i]`` nearest live points of ``queries[i]``, or None (search with the client).
 
+    Local mode has no locks of its own: call this holding the lock of the
+    adapter's wrapper of the client, as long as the points found are read.
+
     Args:
         client: A ``QdrantClient`` (or the adapter's locked wrapper of one).
         collection: The collection name.
@@ -53,25 +57,25 @@ def local_nearest(
         keep: Which points may be found, by payload: checked once per point for
             all the query vectors (local mode checks its filter again for each).
     """
-    lock = getattr(client, "_lock", None) or nullcontext()
-    with lock:
-        arrays = _cosine_arrays(client, collection, vector_name)
-        if arrays is None:
-            return None
-        matrix, alive, ids = arrays
-        if keep is not None:
-            payloads = client._client.collections[collection].payload
-            alive &= np.fromiter((keep(p) for p in payloads[: len(alive)]), bool, len(alive))
-        query_matrix = _unit_rows(np.asarray(queries, dtype=matrix.dtype))
-        scores = query_matrix @ matrix.T
+    arrays = _cosine_arrays(client, collection, vector_name, keep)
+    if arrays is None:
+        return None
+    matrix, alive, ids = arrays
+    scores = unit_rows(np.asarray(queries)) @ matrix.T
     scores[:, ~alive] = -np.inf
     return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
 
 
 def _cosine_arrays(
-    client: Any, collection: str, vector_name: str
+    client: Any,
+    collection: str,
+    vector_name: str,
+    keep: Callable[[Mapping[str, Any]], bool] | None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_], list[Any]] | None:
-    """The stored vectors, the live-point mask and the point ids; None if not as expected."""
+    """The stored vectors, the mask of live points ``keep`` accepts, and the point ids.
+
+    None when the collection is not as expected.
+    """
     from qdrant_client import models
 
     try:
@@ -87,12 +91,16 @@ def _cosine_arrays(
             local.deleted_per_vector[vector_name][:count], dtype=bool
         )  # 0/1 integers in local mode
         ids = local.ids_inv[:count]
+        payloads = local.payload[:count]
     except (AttributeError, KeyError, TypeError) as exc:
         logger.debug("Qdrant local mode not as expected (%s): searching through the client", exc)
         return None
     if matrix.ndim != 2 or len(ids) < count:
         return None
-    return matrix, ~deleted, ids
+    alive = ~deleted
+    if keep is not None:
+        alive &= np.fromiter((keep(payload) for payload in payloads), bool, count)
+    return matrix, alive, ids
 
 
 _UNIT: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -103,14 +111,8 @@ def _unit_once(local: Any, vector_name: str, matrix: npt.NDArray[Any]) -> None:
     """Normalise the vectors a collection read from disk (stored as given), once."""
     done = _UNIT.setdefault(local, set())
     if vector_name not in done:
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix /= np.where(norms == 0, 1.0, norms)
+        matrix[:] = unit_rows(matrix)
         done.add(vector_name)
-
-
-def _unit_rows(matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
 
 
 def _top(row: npt.NDArray[Any], k: int, ids: list[Any]) -> Ranked:

@@ -52,6 +52,7 @@ __all__ = [
     "registered_adapter",
     "scope_counts_of",
     "scope_keys",
+    "unit_rows",
 ]
 
 SUPPORTED_FILTER_STORES = (
@@ -164,6 +165,12 @@ def cosine_scores(query_vector: Vector, matrix: Vector) -> Vector:
     norms[norms == 0] = 1.0
     similarities: Vector = (matrix @ query_vector / norms).astype(np.float32)
     return similarities
+
+
+def unit_rows(matrix: Vector) -> Vector:
+    """``matrix`` with each row scaled to unit length (a zero row stays zero), as float32."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def matches_where(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:

@@ -27,6 +27,7 @@ from cogito_lc.stores.base import (
     Vector,
     cosine_scores,
     finite_score,
+    unit_rows,
 )
 
 __all__ = ["ChromaAdapter"]
@@ -427,18 +428,13 @@ class ChromaAdapter(BatchedSearchAdapter):
 def _distances(queries: Vector, matrix: Vector, space: str) -> Vector:
     """Each query's distance to each row, as Chroma's HNSW index measures it (smaller is nearer)."""
     if space == "cosine":
-        distances: Vector = 1.0 - _unit_rows(queries) @ _unit_rows(matrix).T
+        distances: Vector = 1.0 - unit_rows(queries) @ unit_rows(matrix).T
     elif space == "ip":
         distances = 1.0 - queries @ matrix.T
     else:
         distances = (queries**2).sum(axis=1)[:, None] - 2 * queries @ matrix.T
         distances += (matrix**2).sum(axis=1)
     return distances.astype(np.float32)
-
-
-def _unit_rows(matrix: Vector) -> Vector:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def _documents(raw: Any) -> list[Document]:
