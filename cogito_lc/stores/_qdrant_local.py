@@ -7,7 +7,10 @@ a query vector unfiltered, and a recall searches four. Its vectors are unit leng
 on a cosine collection (normalised on upsert; those read back from disk when a
 collection opens are stored as given, and are normalised here once, in place, as
 local mode's own first search does), so one matrix product ranks every query
-vector at once, and a filter is checked once per point.
+vector at once, and a filter is checked once per point. The points a filter keeps
+are remembered per filter and collection: local mode replaces a point's payload
+object on every write, so only points whose payload object changed (or that are
+new) are checked again.
 
 This reads local mode's arrays, which are not a public API: anything not as
 expected (a server, another distance, a sparse or multi vector, a renamed
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +47,7 @@ def local_nearest(
     ks: Sequence[int],
     *,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    keep_key: str | None = None,
 ) -> list[Ranked] | None:
     """The ``ks[i]`` nearest live points of ``queries[i]``, or None (search with the client).
 
@@ -56,8 +62,11 @@ def local_nearest(
         ks: How many points each query wants.
         keep: Which points may be found, by payload: checked once per point for
             all the query vectors (local mode checks its filter again for each).
+        keep_key: What ``keep`` tests, as text (the filter, serialised): the points
+            it keeps are remembered under it, and only payloads written since are
+            checked again. None checks every point.
     """
-    arrays = _cosine_arrays(client, collection, vector_name, keep)
+    arrays = _cosine_arrays(client, collection, vector_name, keep, keep_key)
     if arrays is None:
         return None
     matrix, alive, ids = arrays
@@ -71,6 +80,7 @@ def _cosine_arrays(
     collection: str,
     vector_name: str,
     keep: Callable[[Mapping[str, Any]], bool] | None,
+    keep_key: str | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_], list[Any]] | None:
     """The stored vectors, the mask of live points ``keep`` accepts, and the point ids.
 
@@ -99,8 +109,54 @@ def _cosine_arrays(
         return None
     alive = ~deleted
     if keep is not None:
-        alive &= np.fromiter((keep(payload) for payload in payloads), bool, count)
+        alive &= _kept(local, payloads, keep, keep_key)
     return matrix, alive, ids
+
+
+@dataclass
+class _KeptPoints:
+    """Which points a filter kept, and the payload objects it was checked on."""
+
+    payloads: list[Any]
+    """The payloads checked (held, so that no new payload can take their ``id``)."""
+    identities: npt.NDArray[np.intp]
+    """``id()`` of each payload checked."""
+    kept: npt.NDArray[np.bool_]
+
+
+_KEPT: weakref.WeakKeyDictionary[Any, OrderedDict[str, _KeptPoints]] = weakref.WeakKeyDictionary()
+"""Per open local collection, the points each recent filter kept, least recent first."""
+
+FILTERS_REMEMBERED = 8
+"""How many filters' kept points are remembered per collection (about 17 bytes a point each)."""
+
+
+def _kept(
+    local: Any,
+    payloads: list[Any],
+    keep: Callable[[Mapping[str, Any]], bool],
+    keep_key: str | None,
+) -> npt.NDArray[np.bool_]:
+    """The mask of ``payloads`` ``keep`` accepts, checking only payloads new since last time."""
+    count = len(payloads)
+    if keep_key is None:
+        return np.fromiter((keep(payload) for payload in payloads), bool, count)
+    identities = np.fromiter(map(id, payloads), np.intp, count)
+    remembered = _KEPT.setdefault(local, OrderedDict())
+    held = remembered.pop(keep_key, None)
+    if held is None or len(held.identities) > count:
+        kept = np.fromiter((keep(payload) for payload in payloads), bool, count)
+    else:
+        known = len(held.identities)
+        kept = np.empty(count, dtype=bool)
+        kept[:known] = held.kept
+        written = np.flatnonzero(identities[:known] != held.identities)
+        for index in [*written.tolist(), *range(known, count)]:
+            kept[index] = keep(payloads[index])
+    remembered[keep_key] = _KeptPoints(payloads, identities, kept)
+    while len(remembered) > FILTERS_REMEMBERED:
+        remembered.popitem(last=False)
+    return np.array(kept)
 
 
 _UNIT: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()

@@ -13,6 +13,7 @@ and searches every query vector in one ``query_batch_points`` call.
 from __future__ import annotations
 
 import atexit
+import json
 import threading
 import time
 import uuid
@@ -384,6 +385,16 @@ def _check_dimension(client: QdrantClient, collection: str, dimension: int) -> N
         raise ValueError(msg)
 
 
+def _filter_key(where: Mapping[str, Any] | None) -> str | None:
+    """``where`` as text, one text per filter (None: no filter, or one that is not JSON)."""
+    if where is None:
+        return None
+    try:
+        return json.dumps(where, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
 def is_local(client: QdrantClient) -> bool:
     """Whether ``client`` is Qdrant's embedded local mode (no server)."""
     return type(client._client).__name__ == "QdrantLocal"
@@ -620,6 +631,7 @@ class QdrantAdapter(BatchedSearchAdapter):
                     vectors,
                     ks,
                     keep=self._payload_test(translated),
+                    keep_key=_filter_key(where),
                 )
                 if ranked is not None:
                     return self._ranked_hits(ranked, translated, stored)

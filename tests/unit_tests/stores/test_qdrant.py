@@ -324,6 +324,60 @@ def test_filtered_local_searches_find_what_qdrants_filter_finds(
         assert all(where_predicate(where)(doc.metadata) for doc in docs)
 
 
+def test_a_remembered_filter_sees_every_write_since(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qdrant_client import models
+
+    from cogito_lc.stores import _qdrant_local
+
+    store = open_qdrant_store(EMBEDDINGS)
+    ids = [f"m{i}" for i in range(60)]
+    store.add_texts(
+        [f"memory number {i}" for i in range(60)],
+        [{"user_id": f"u{i % 2}"} for i in range(60)],
+        ids=ids,
+    )
+    adapter = adapter_for(store)
+    assert isinstance(adapter, QdrantAdapter)
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    where = {"user_id": "u1"}
+    pushed = where_to_qdrant(where, "metadata")
+    query = EMBEDDINGS.embed_query("memory number 3")
+    checked: list[Any] = []
+    test = adapter._payload_test
+
+    def counting(translated: Any) -> Any:
+        keep = test(translated)
+        assert keep is not None
+        return lambda payload: checked.append(payload) or keep(payload)
+
+    monkeypatch.setattr(adapter, "_payload_test", counting)
+
+    def found() -> list[Any]:
+        [(docs, _)] = adapter.search_by_vectors(["q"], [query], [60], {"filter": where})
+        return [point_id(doc.id or "") for doc in docs]
+
+    def qdrant_finds() -> list[Any]:
+        request = models.QueryRequest(query=query, filter=pushed.filter, limit=60)
+        [response] = client.query_batch_points(collection, requests=[request])
+        return [point.id for point in response.points]
+
+    assert found() == qdrant_finds()
+    assert len(checked) == 60
+    checked.clear()
+    assert found() == qdrant_finds()
+    assert checked == []  # nothing written: nothing checked again
+    adapter.set_metadata({"m0": {"user_id": "u1"}, "m1": {"user_id": "u0"}})  # in and out
+    store.delete(["m3"])
+    store.add_texts(["memory number 60", "memory 61"], [{"user_id": "u1"}] * 2, ids=["m60", "m61"])
+    store.add_texts(["memory number 5, again"], [{"user_id": "u0"}], ids=["m5"])  # rewritten
+    expected = qdrant_finds()
+    assert found() == expected
+    assert len(checked) == 5  # the three payloads replaced and the two new (m3 is only marked)
+    assert {point_id("m0"), point_id("m60")} <= set(expected)
+    assert not {point_id(i) for i in ("m1", "m3", "m5")} & set(expected)
+    assert len(_qdrant_local._KEPT) >= 1
+
+
 def test_a_reopened_collection_ranks_as_qdrant_does(tmp_path: Any) -> None:
     from qdrant_client import QdrantClient, models
 
