@@ -33,7 +33,7 @@ from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
-from cogito_lc.stores._qdrant_local import Ranked, local_nearest
+from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -497,9 +497,32 @@ class QdrantAdapter(BatchedSearchAdapter):
         found = self._where(where)
         if not found.pushed.exact:
             return len(self.ids_in(where))
+        key = _filter_key(where)
+        if is_local(self.client) and (where is None or key is not None):
+            with getattr(self.client, "_lock", None) or nullcontext():
+                counted = local_count(
+                    self.client,
+                    self.collection,
+                    keep=self._ordered_payload_test(found),
+                    keep_key=f"ordered {key}",
+                )
+            if counted is not None:
+                return counted
         ordered = _ordered_points(found.pushed.filter)  # as ids_in and page see them
         result = self.client.count(self.collection, count_filter=ordered, exact=True)
         return int(result.count)
+
+    def _ordered_payload_test(self, found: _Where) -> Callable[[Mapping[str, Any]], bool]:
+        """Whether a point carries an insertion order and matches (``_ordered_points``)."""
+        matches = self._payload_test(found)
+
+        def test(payload: Mapping[str, Any]) -> bool:
+            order = payload.get(SEQ_KEY)
+            if isinstance(order, bool) or not isinstance(order, int | float) or order < 0:
+                return False
+            return matches is None or matches(payload)
+
+        return test
 
     def scope_counts(
         self,

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("qdrant_client")
@@ -378,6 +379,56 @@ def test_a_remembered_filter_sees_every_write_since(monkeypatch: pytest.MonkeyPa
     assert len(_qdrant_local._KEPT) >= 1
 
 
+def test_local_counts_equal_qdrants_and_follow_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qdrant_client import models
+
+    from cogito_lc.stores.qdrant import _ordered_points
+
+    store = open_qdrant_store(EMBEDDINGS)
+    ids = [f"m{i}" for i in range(90)]
+    store.add_texts(
+        [f"memory number {i}" for i in range(90)],
+        [{"user_id": f"u{i % 3}", "n": i % 4} for i in range(90)],
+        ids=ids,
+    )
+    store.delete(ids[::10])
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    unordered = models.PointStruct(  # written around cogito-lc: no insertion order
+        id=point_id("raw"),
+        vector=EMBEDDINGS.embed_query("raw"),
+        payload={"page_content": "raw", "metadata": {"user_id": "u1"}},
+    )
+    client.upsert(collection, [unordered])
+    adapter = adapter_for(store)
+    assert isinstance(adapter, QdrantAdapter)
+    wheres: list[dict[str, Any] | None] = [
+        None,
+        {"user_id": "u1"},
+        {"$and": [{"user_id": "u1"}, {"n": {"$gte": 2}}]},
+        {"user_id": "nobody"},
+    ]
+
+    def qdrant_counts(where: dict[str, Any] | None) -> int:
+        ordered = _ordered_points(where_to_qdrant(where, "metadata").filter)
+        return int(client.count(collection, count_filter=ordered, exact=True).count)
+
+    expected = [qdrant_counts(where) for where in wheres]
+    library_count = client.count
+    counted_by_the_library: list[Any] = []
+    monkeypatch.setattr(client, "count", counted_by_the_library.append, raising=False)
+    assert [adapter.count(where) for where in wheres] == expected
+    assert expected[0] == 81  # the unordered point is not counted, as ids_in does not list it
+    adapter.set_metadata({"m1": {"user_id": "u1"}})
+    store.delete(["m4"])
+    store.add_texts(["memory number 90"], [{"user_id": "u1", "n": 3}], ids=["m90"])
+    monkeypatch.setattr(client, "count", library_count, raising=False)
+    expected = [qdrant_counts(where) for where in wheres]
+    monkeypatch.setattr(client, "count", counted_by_the_library.append, raising=False)
+    assert [adapter.count(where) for where in wheres] == expected
+    assert counted_by_the_library == []
+    assert len(adapter.ids_in({"user_id": "u1"})) == expected[1]
+
+
 def test_a_reopened_collection_ranks_as_qdrant_does(tmp_path: Any) -> None:
     from qdrant_client import QdrantClient, models
 
@@ -397,6 +448,13 @@ def test_a_reopened_collection_ranks_as_qdrant_does(tmp_path: Any) -> None:
     assert ranked is not None
     assert [p for p, _ in ranked[0]] == [p for p, _ in expected]
     assert [s for _, s in ranked[0]] == pytest.approx([s for _, s in expected], abs=1e-5)
+    assert reopened._client.collections["c"].vectors[""].dtype == np.float32  # read as float64
+    reopened.upsert("c", [models.PointStruct(id=50, vector=query)])  # written after the change
+    ranked = local_nearest(reopened, "c", "", [query], [10])
+    expected = _library_ranking(reopened, "c", query, 10)
+    assert ranked is not None
+    assert ranked[0][0] == (50, pytest.approx(1.0, abs=1e-5))
+    assert [p for p, _ in ranked[0]] == [p for p, _ in expected]
     reopened.close()
 
 
