@@ -794,9 +794,10 @@ class MemoryStore:
         Embeds a probe text (a local model is loaded, a remote one answers once)
         and starts the lexical index: its start-up check and, for the SQLite FTS5
         index of a persistent store, the postings it ranks from in memory (about
-        a second per 100,000 memories). A process that opens a large store calls
-        it at start-up, so its first recall runs at the speed of any other; the
-        HTTP and MCP servers do.
+        a second per 100,000 memories). Qdrant's local mode readies the vectors
+        it read from disk and the points of the store's scope. A process that
+        opens a large store calls it at start-up, so its first recall runs at the
+        speed of any other; the HTTP and MCP servers do.
 
         Raises:
             Exception: What the embedding model or the index raises; a recall
@@ -818,6 +819,7 @@ class MemoryStore:
         embeddings = self.vectorstore.embeddings
         if embeddings is not None:
             embeddings.embed_query("warm up")
+        self._store.warm_up(self.scope.where())
         if self._lexical is not None:
             self._lexical.warm_up()
 

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from cogito_lc.stores.base import unit_rows
 
-__all__ = ["Ranked", "local_count", "local_nearest"]
+__all__ = ["Ranked", "local_count", "local_nearest", "prepare"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,22 @@ def local_nearest(
     scores = unit_rows(np.asarray(queries)) @ matrix.T
     scores[:, ~alive] = -np.inf
     return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
+
+
+def prepare(
+    client: Any,
+    collection: str,
+    vector_name: str,
+    *,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    keep_key: str | None = None,
+) -> bool:
+    """Ready what the first :func:`local_nearest` with ``keep_key`` would (False: not local).
+
+    A collection read from disk has its vectors made unit float32 (about 0.7 s per
+    100,000 points), and the points ``keep`` accepts are found and remembered.
+    """
+    return _cosine_arrays(client, collection, vector_name, keep, keep_key) is not None
 
 
 def local_count(

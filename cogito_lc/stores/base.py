@@ -530,6 +530,9 @@ class StoreAdapter:
         )
         return [(doc, finite_score(score)) for doc, score in pairs]
 
+    def warm_up(self, where: Mapping[str, Any] | None = None) -> None:
+        """Load now what the first search in ``where`` would load (nothing for this store)."""
+
     # -- the search-index repair ------------------------------------------------
 
     def unsearchable(

@@ -33,7 +33,7 @@ from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
-from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest
+from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest, prepare
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -511,6 +511,24 @@ class QdrantAdapter(BatchedSearchAdapter):
         ordered = _ordered_points(found.pushed.filter)  # as ids_in and page see them
         result = self.client.count(self.collection, count_filter=ordered, exact=True)
         return int(result.count)
+
+    def warm_up(self, where: Mapping[str, Any] | None = None) -> None:
+        """In local mode: ready the vectors read from disk, and the points of ``where``.
+
+        The points counted (the lexical index's check) are found and remembered too.
+        """
+        if not is_local(self.client):
+            return
+        translated = self._where(where)
+        with getattr(self.client, "_lock", None) or nullcontext():
+            prepare(
+                self.client,
+                self.collection,
+                self._vector_name,
+                keep=self._payload_test(translated),
+                keep_key=_filter_key(where),
+            )
+        self.count()
 
     def _ordered_payload_test(self, found: _Where) -> Callable[[Mapping[str, Any]], bool]:
         """Whether a point carries an insertion order and matches (``_ordered_points``)."""

@@ -458,6 +458,47 @@ def test_a_reopened_collection_ranks_as_qdrant_does(tmp_path: Any) -> None:
     reopened.close()
 
 
+def test_warm_up_readies_a_reopened_collection_and_its_scope(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogito_lc import MemoryStore
+    from cogito_lc.stores import _qdrant_local
+
+    store = open_qdrant_store(EMBEDDINGS, path=tmp_path)
+    ids = [f"m{i}" for i in range(40)]
+    store.add_texts(
+        [f"memory number {i}" for i in range(40)],
+        [{"user_id": f"u{i % 2}"} for i in range(40)],
+        ids=ids,
+    )
+    store.client.close()  # type: ignore[attr-defined]
+    reopened = open_qdrant_store(EMBEDDINGS, path=tmp_path)  # vectors read back as float64
+    local = reopened.client._client.collections["cogito_memories"]  # type: ignore[attr-defined]
+    assert local.vectors[""].dtype != np.float32
+    memory = MemoryStore(reopened, scope={"user_id": "u1"})
+    memory.warm_up()
+    assert local.vectors[""].dtype == np.float32
+    remembered = _qdrant_local._KEPT[local]
+    assert any('"u1"' in key and not key.startswith("ordered") for key in remembered)
+    adapter = adapter_for(reopened)
+    assert isinstance(adapter, QdrantAdapter)
+    checked: list[Any] = []
+    test = adapter._payload_test
+
+    def counting(translated: Any) -> Any:
+        keep = test(translated)
+        assert keep is not None
+        return lambda payload: checked.append(payload) or keep(payload)
+
+    monkeypatch.setattr(adapter, "_payload_test", counting)
+    vector = EMBEDDINGS.embed_query("memory number 3")
+    [(docs, _)] = adapter.search_by_vectors(["q"], [vector], [5], {"filter": memory.scope.where()})
+    assert len(docs) == 5
+    assert all(doc.metadata["user_id"] == "u1" for doc in docs)
+    assert checked == []  # the scope's points were found at warm-up
+    reopened.client.close()  # type: ignore[attr-defined]
+
+
 def test_local_ranking_declines_a_collection_it_does_not_know() -> None:
     from qdrant_client import QdrantClient, models
 
