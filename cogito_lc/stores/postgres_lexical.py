@@ -31,10 +31,10 @@ Lower than :data:`~cogito_lc.stores.sqlite_fts.POSTING_BUDGET`: each candidate's
 ``tsvector`` is read from its row to score it; FTS5 reads posting lists only."""
 
 COUNT_LIMIT = 500
-"""Rows of a scope counted per query term, at most: a term the planner's statistics show
-in more rows takes their estimate. Past this many rows a term's idf barely moves with
-its exact count (from 500 to 600 rows of 100,000: 5.29 to 5.11), while counting it
-reads every row holding it to check the scope."""
+"""A query term the planner's statistics show in more rows of a scope takes their
+estimate; the others are counted (up to the posting budget). Past this many rows a
+term's idf barely moves with its exact count (from 500 to 600 rows of 100,000: 5.29
+to 5.11), while counting it reads every row holding it to check the scope."""
 
 PAIRED_TERMS = 4
 """When the rarest query term alone holds more rows than the posting budget, the rows
@@ -77,6 +77,18 @@ its idf by its place in the query's terms. Measured on 150 questions over
 rows and scores."""
 _RANKED = " ORDER BY score DESC, x.hit LIMIT %s"
 
+_WEIGHTS = (
+    "WITH s AS (SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(tokens), 0) AS tokens "
+    "FROM {stats} WHERE {scope}) "
+    "SELECT s.rows, s.tokens, ARRAY(SELECT CASE WHEN s.rows = 0 OR t.share * s.rows > %s "
+    "THEN NULL ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} AS m "
+    "WHERE content_tsv @@ to_tsquery('simple', t.query) AND {scope} LIMIT %s) AS c) END "
+    "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS t(query, share, n) "
+    "ORDER BY t.n) FROM s"
+)
+"""The scope's counters, and each query term's rows in the scope, counted up to a limit;
+NULL for a term the planner's share of the rows puts past the count limit (estimated)."""
+
 
 class PostgresLexicalIndex:
     """The :class:`~cogito_lc.stores.LexicalIndex` of a Postgres memories table, ranked by BM25.
@@ -99,14 +111,15 @@ class PostgresLexicalIndex:
     conditions of ``where`` narrow what is returned in the same statement.
 
     A query's cost is bounded: the rows of the scope holding each term are
-    counted first, each count stopping past ``count_limit`` (or
-    ``posting_budget``, when lower). When the terms match more rows than
+    counted first, each count stopping past ``posting_budget``, in the statement
+    that reads the scope's counters. When the terms match more rows than
     ``posting_budget`` in all, the candidates are the rows holding the
     rarest terms that fit the budget (at most ``posting_budget`` rows), each
     scored with every query term. A term the planner's statistics of
-    the column show in more rows than that limit is not counted: its document
-    frequency is their estimate. Results are exact when every term is held by
-    fewer rows than the limit and all together by fewer than the budget; past
+    the column show in more rows than ``count_limit`` (or the budget, when
+    lower) is not counted: its document frequency is their estimate. Results
+    are exact when every term is held by fewer rows than that limit and all
+    together by fewer than the budget; past
     the budget a memory holding none of the rare terms is not considered. The
     rows of counted terms are taken first, so an estimate below a term's true
     count never pushes a rarer term's rows out. What the budget leaves goes
@@ -154,8 +167,9 @@ class PostgresLexicalIndex:
         self.posting_budget = budget
         """Rows a search ranks, at most (default :data:`POSTING_BUDGET`)."""
         self.count_limit = limit
-        """Rows counted per query term, at most (default :data:`COUNT_LIMIT`); the
-        posting budget when lower."""
+        """Rows of the scope past which, by the planner's statistics, a query term is
+        estimated, not counted (default :data:`COUNT_LIMIT`); the posting budget
+        when lower."""
         self.stats = f'"{stats_table(adapter.binding.table)}"'
         """The table of per-scope BM25 counters."""
         self._kept_weights: dict[_WeightsKey, tuple[float, _TermWeights | None]] = {}
@@ -312,54 +326,42 @@ class PostgresLexicalIndex:
     def _read_weights(
         self, conn: Any, terms: list[str], where: Mapping[str, Any] | None
     ) -> _TermWeights | None:
-        """The scope's counters and each term's rows in it.
+        """The scope's counters and each term's rows in it, in one statement.
 
         A term the planner's statistics show in more rows of the scope than
         ``count_limit`` (or the posting budget, when lower) is not counted row
         by row: its frequency is their estimate. The others are counted, each count
-        stopping past that limit; one found past it all the same (the table not yet
-        analysed, or the term common since) is counted again up to the budget, and
-        past the budget its count is a lower bound.
+        stopping past the posting budget (past it, the count is a lower bound).
         """
         scope_sql, scope_params = where_to_sql(scope_part(where))
+        limit = min(self.posting_budget, self.count_limit)
+        shares = self._term_shares(conn)
         row = conn.execute(
-            "SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) "  # noqa: S608
-            f"FROM {self.stats} WHERE {scope_sql}",
-            scope_params,
+            _WEIGHTS.format(stats=self.stats, table=self.table, scope=scope_sql),
+            [
+                *scope_params,
+                limit,
+                *scope_params,
+                self.posting_budget + 1,
+                [_tsquery([term]) for term in terms],
+                [shares.get(term, 0.0) for term in terms],
+            ],
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
         if rows <= 0:
             return None
-        limit = min(self.posting_budget, self.count_limit)
-        shares = self._term_shares(conn) if rows > limit else {}
+        counts: list[int | None] = row[2]
+        counted = {term: n for term, n in zip(terms, counts, strict=True) if n is not None}
         common = {
-            term: min(rows, round(shares[term] * rows))
-            for term in terms
-            if shares.get(term, 0.0) * rows > limit
+            term: min(rows, round(shares.get(term, 0.0) * rows))
+            for term, n in zip(terms, counts, strict=True)
+            if n is None
         }
-        rest = [term for term in terms if term not in common]
-        counted = self._frequency(conn, rest, scope_sql, scope_params, limit) if rest else {}
-        unknown = [term for term, count in counted.items() if count > limit]
-        if unknown and limit < self.posting_budget:  # common, yet the statistics say nothing
-            budget = self.posting_budget
-            counted.update(self._frequency(conn, unknown, scope_sql, scope_params, budget))
         found = {**counted, **common}
         held = {term: found[term] for term in terms if found.get(term)}
         if not held:
             return None
         return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frozenset(common))
-
-    def _frequency(
-        self, conn: Any, terms: list[str], sql: str, params: list[Any], limit: int
-    ) -> dict[str, int]:
-        """How many rows matching ``sql`` hold each term, counted up to ``limit`` + 1."""
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608
-            f"{self.table} AS m WHERE content_tsv @@ to_tsquery('simple', t.term) AND {sql} "
-            "LIMIT %s) AS s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ORDER BY t.n",
-            [*params, limit + 1, [_tsquery([term]) for term in terms]],
-        ).fetchall()
-        return {term: int(row[0]) for term, row in zip(terms, counts, strict=True)}
 
     def _term_shares(self, conn: Any) -> Mapping[str, float]:
         """The share of the table's rows holding each common term (the planner's statistics).

@@ -265,38 +265,31 @@ def test_a_term_past_the_count_limit_is_estimated_below_the_budget(
     pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres_lexical, "COUNT_LIMIT", 3)
-    counts: list[tuple[list[str], int]] = []
-    original = PostgresLexicalIndex._frequency
-
-    def recording(
-        self: PostgresLexicalIndex, conn: object, terms: list[str], *rest: object
-    ) -> object:
-        counts.append((list(terms), int(rest[-1])))  # type: ignore[call-overload]
-        return original(self, conn, terms, *rest)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(PostgresLexicalIndex, "_frequency", recording)
     memory = _memory(pg_url, pg_collection)
     scope = memory.scoped({"user_id": "a"})
     scope.store_many([f"common words in note number {i}" for i in range(40)])
     scope.store_many([f"frequent term in line {i}" for i in range(6)])
     zebra = scope.store("one common frequent line about the zebra")
     index = _index(memory)
-    budget = index.posting_budget
-    assert budget == postgres_lexical.POSTING_BUDGET  # far above the rows
+    assert index.posting_budget == postgres_lexical.POSTING_BUDGET  # far above the rows
     with index.adapter.database.connection() as conn:
         before = index._read_weights(conn, ["frequent", "zebra"], {"user_id": "a"})
     assert before is not None
-    # No statistics yet: counted up to the limit, then past it up to the budget.
-    assert counts == [(["frequent", "zebra"], 3), (["frequent"], budget)]
+    # No statistics yet: every term counted, past the count limit too.
     assert before.frequency == {"frequent": 7, "zebra": 1}
+    assert before.estimated == frozenset()
+    bounded = PostgresLexicalIndex(index.adapter, posting_budget=5)
+    with index.adapter.database.connection() as conn:
+        stopped = bounded._read_weights(conn, ["common", "zebra"], {"user_id": "a"})
+    assert stopped is not None
+    assert stopped.frequency == {"common": 6, "zebra": 1}  # the count stops past the budget
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'ANALYZE "{pg_collection}"')
     index = PostgresLexicalIndex(index.adapter)  # the planner's statistics are read afresh
-    counts.clear()
     with index.adapter.database.connection() as conn:
         weights = index._read_weights(conn, ["common", "frequent", "zebra"], {"user_id": "a"})
     assert weights is not None
-    assert counts == [(["zebra"], 3)]  # the others are estimated
+    assert weights.estimated == {"common", "frequent"}  # only "zebra" is counted
     assert weights.frequency == {"common": 41, "frequent": 7, "zebra": 1}
     hits = index.search("common frequent zebra", k=3, where={"user_id": "a"})
     assert hits[0][0].id == zebra.id

@@ -290,7 +290,7 @@ ALLOWED = {
     ),
     "column statistics": Allowed(
         re.compile(r"SELECT .* FROM pg_stats WHERE .*"),
-        "PostgresLexicalIndex._estimated_frequency reads the planner's statistics of the "
+        "PostgresLexicalIndex._term_shares reads the planner's statistics of the "
         "tsvector column: a catalog, no memories",
     ),
     "forget audit record": Allowed(
