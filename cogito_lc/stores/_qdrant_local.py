@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cogito_lc._core.blas import one_blas_thread
 from cogito_lc.stores.base import unit_rows
 
 __all__ = ["Ranked", "local_count", "local_nearest", "prepare"]
@@ -69,7 +70,8 @@ def local_nearest(
     if arrays is None:
         return None
     matrix, alive, ids = arrays
-    scores = unit_rows(np.asarray(queries)) @ matrix.T
+    with one_blas_thread():
+        scores = unit_rows(np.asarray(queries)) @ matrix.T
     scores[:, ~alive] = -np.inf
     return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
 

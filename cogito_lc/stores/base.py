@@ -28,6 +28,7 @@ import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from cogito_lc._core.blas import one_blas_thread
 from cogito_lc._core.filters import store_filter, where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
@@ -163,7 +164,8 @@ def cosine_scores(query_vector: Vector, matrix: Vector) -> Vector:
     """Cosine similarity of ``query_vector`` to each row of ``matrix`` (0 for a zero vector)."""
     norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query_vector))
     norms[norms == 0] = 1.0
-    similarities: Vector = (matrix @ query_vector / norms).astype(np.float32)
+    with one_blas_thread():
+        similarities: Vector = (matrix @ query_vector / norms).astype(np.float32)
     return similarities
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
+from cogito_lc._core.blas import one_blas_thread
 from cogito_lc._core.filters import where_predicate
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
@@ -427,6 +428,11 @@ class ChromaAdapter(BatchedSearchAdapter):
 
 def _distances(queries: Vector, matrix: Vector, space: str) -> Vector:
     """Each query's distance to each row, as Chroma's HNSW index measures it (smaller is nearer)."""
+    with one_blas_thread():
+        return _products(queries, matrix, space)
+
+
+def _products(queries: Vector, matrix: Vector, space: str) -> Vector:
     if space == "cosine":
         distances: Vector = 1.0 - unit_rows(queries) @ unit_rows(matrix).T
     elif space == "ip":

@@ -1,0 +1,72 @@
+"""numpy's BLAS runs on one thread inside a search's products, and gets its threads back."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+from cogito_lc._core.blas import one_blas_thread  # noqa: E402
+
+
+def _blas_threads() -> int:
+    [info] = threadpoolctl.ThreadpoolController().select(user_api="blas").info()[:1]
+    return int(info["num_threads"])
+
+
+@pytest.fixture
+def two_blas_threads() -> None:
+    # Not set here: threadpoolctl lets the thread holding a limit alone change it.
+    if _blas_threads() < 2:
+        pytest.skip("BLAS runs on one thread here")
+
+
+@pytest.mark.usefixtures("two_blas_threads")
+def test_products_inside_run_on_one_thread_and_the_threads_come_back() -> None:
+    with one_blas_thread():
+        assert _blas_threads() == 1
+        product = np.ones((4, 8), dtype=np.float32) @ np.ones((8, 3), dtype=np.float32)
+        with one_blas_thread():
+            assert _blas_threads() == 1
+        assert _blas_threads() == 1  # the outer block still holds it
+    assert _blas_threads() >= 2
+    assert product.tolist() == [[8.0] * 3] * 4
+
+
+@pytest.mark.usefixtures("two_blas_threads")
+def test_blocks_in_threads_take_turns_and_give_the_threads_back() -> None:
+    start = threading.Barrier(4)
+    seen: list[int] = []
+    inside: list[str] = []
+
+    def search(name: str) -> None:
+        start.wait()
+        for _ in range(20):
+            with one_blas_thread():
+                inside.append(name)
+                seen.append(_blas_threads())
+                assert inside == [name]  # no other block runs meanwhile
+                inside.remove(name)
+
+    workers = [threading.Thread(target=search, args=(f"t{i}",)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert seen == [1] * 80
+    assert _blas_threads() >= 2  # set and restored from worker threads
+
+
+@pytest.mark.usefixtures("two_blas_threads")
+def test_an_error_inside_gives_the_threads_back() -> None:
+    def fail() -> None:
+        with one_blas_thread():
+            msg = "boom"
+            raise ValueError(msg)
+
+    with pytest.raises(ValueError, match="boom"):
+        fail()
+    assert _blas_threads() >= 2
