@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["one_blas_thread"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["one_blas_thread", "row_product"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +88,49 @@ def one_blas_thread() -> contextlib.AbstractContextManager[None]:
         ```
     """
     return _ONE_THREAD.limited()
+
+
+ROWS_PER_PART = 4_096
+"""Rows of the matrix below which :func:`row_product` does not split it further."""
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def row_product(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``queries @ matrix.T``, one BLAS thread per core, the matrix split by rows.
+
+    The parts run in threads of a pool of this module (numpy releases the GIL in
+    BLAS), which wait on a queue when idle instead of spinning.
+
+    Example:
+        ```python
+        import numpy as np
+
+        from cogito_lc._core.blas import row_product
+
+        matrix = np.arange(20_000 * 4, dtype=np.float32).reshape(20_000, 4)
+        queries = np.ones((2, 4), dtype=np.float32)
+        assert np.array_equal(row_product(queries, matrix), queries @ matrix.T)
+        ```
+    """
+    parts = min(os.cpu_count() or 1, len(matrix) // ROWS_PER_PART)
+    with one_blas_thread():
+        if parts <= 1:
+            whole: npt.NDArray[Any] = queries @ matrix.T
+            return whole
+        bounds = np.linspace(0, len(matrix), parts + 1, dtype=int)
+        pieces = list(
+            _executor().map(lambda i: queries @ matrix[bounds[i] : bounds[i + 1]].T, range(parts))
+        )
+    return np.concatenate(pieces, axis=1)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool  # noqa: PLW0603 - one pool for the process, made on first use
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=os.cpu_count() or 1, thread_name_prefix="cogito-blas"
+            )
+        return _pool

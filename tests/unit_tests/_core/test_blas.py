@@ -70,3 +70,15 @@ def test_an_error_inside_gives_the_threads_back() -> None:
     with pytest.raises(ValueError, match="boom"):
         fail()
     assert _blas_threads() >= 2
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4_095, 4_096 * 2 + 7, 30_001])
+def test_row_product_equals_the_whole_product(rows: int) -> None:
+    from cogito_lc._core.blas import row_product
+
+    generator = np.random.default_rng(rows)
+    matrix = generator.standard_normal((rows, 16)).astype(np.float32)
+    queries = generator.standard_normal((3, 16)).astype(np.float32)
+    product = row_product(queries, matrix)
+    assert product.shape == (3, rows)
+    np.testing.assert_allclose(product, queries @ matrix.T, rtol=1e-5, atol=1e-5)
