@@ -3,9 +3,10 @@
 After a product big enough to use its threads, OpenBLAS keeps them spinning for
 a while (busy-waiting for the next call). A local embedding model's forward pass
 right after it (the next query) then shares the cores with them: on two cores a
-14 ms forward pass took 60-120 ms in one search out of three or four. The
-products of a search are small enough that one thread loses little, so they run
-on one, and the BLAS threads stay asleep.
+14 ms forward pass took 60-120 ms in one search out of three or four. So the
+products of a search run on one BLAS thread, and OpenBLAS's threads stay asleep;
+:func:`row_product` splits a large one by rows over a pool of this module, whose
+threads wait on a queue when idle.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ ROWS_PER_PART = 4_096
 """Rows of the matrix below which :func:`row_product` does not split it further."""
 
 _pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+"""The pool and the process it was made in (a forked child makes its own)."""
 
 
 def row_product(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -129,8 +131,9 @@ def row_product(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDAr
 def _executor() -> ThreadPoolExecutor:
     global _pool  # noqa: PLW0603 - one pool for the process, made on first use
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(
+        if _pool is None or _pool[0] != os.getpid():  # a fork's child has no pool threads
+            pool = ThreadPoolExecutor(
                 max_workers=os.cpu_count() or 1, thread_name_prefix="cogito-blas"
             )
-        return _pool
+            _pool = (os.getpid(), pool)
+        return _pool[1]

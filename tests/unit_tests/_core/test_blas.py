@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -82,3 +84,22 @@ def test_row_product_equals_the_whole_product(rows: int) -> None:
     product = row_product(queries, matrix)
     assert product.shape == (3, rows)
     np.testing.assert_allclose(product, queries @ matrix.T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_row_product_works_in_a_forked_child_after_the_parent_used_it() -> None:
+    from cogito_lc._core.blas import row_product
+
+    matrix = np.ones((20_000, 8), dtype=np.float32)
+    queries = np.ones((2, 8), dtype=np.float32)
+    assert float(row_product(queries, matrix).sum()) == 2 * 20_000 * 8  # the parent's pool
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=lambda: answers.put(float(row_product(queries, matrix).sum())))
+    child.start()
+    try:
+        assert answers.get(timeout=60) == 2 * 20_000 * 8  # no pool threads in the child
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
