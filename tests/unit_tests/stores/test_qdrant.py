@@ -325,6 +325,20 @@ def test_filtered_local_searches_find_what_qdrants_filter_finds(
         assert all(where_predicate(where)(doc.metadata) for doc in docs)
 
 
+def _payloads_checked(adapter: QdrantAdapter, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The payloads the adapter's local-mode filter checks from now on, in order."""
+    checked: list[Any] = []
+    test = adapter._payload_test
+
+    def counting(translated: Any) -> Any:
+        keep = test(translated)
+        assert keep is not None
+        return lambda payload: checked.append(payload) or keep(payload)
+
+    monkeypatch.setattr(adapter, "_payload_test", counting)
+    return checked
+
+
 def test_a_remembered_filter_sees_every_write_since(monkeypatch: pytest.MonkeyPatch) -> None:
     from qdrant_client import models
 
@@ -343,15 +357,7 @@ def test_a_remembered_filter_sees_every_write_since(monkeypatch: pytest.MonkeyPa
     where = {"user_id": "u1"}
     pushed = where_to_qdrant(where, "metadata")
     query = EMBEDDINGS.embed_query("memory number 3")
-    checked: list[Any] = []
-    test = adapter._payload_test
-
-    def counting(translated: Any) -> Any:
-        keep = test(translated)
-        assert keep is not None
-        return lambda payload: checked.append(payload) or keep(payload)
-
-    monkeypatch.setattr(adapter, "_payload_test", counting)
+    checked = _payloads_checked(adapter, monkeypatch)
 
     def found() -> list[Any]:
         [(docs, _)] = adapter.search_by_vectors(["q"], [query], [60], {"filter": where})
@@ -482,15 +488,7 @@ def test_warm_up_readies_a_reopened_collection_and_its_scope(
     assert any('"u1"' in key and not key.startswith("ordered") for key in remembered)
     adapter = adapter_for(reopened)
     assert isinstance(adapter, QdrantAdapter)
-    checked: list[Any] = []
-    test = adapter._payload_test
-
-    def counting(translated: Any) -> Any:
-        keep = test(translated)
-        assert keep is not None
-        return lambda payload: checked.append(payload) or keep(payload)
-
-    monkeypatch.setattr(adapter, "_payload_test", counting)
+    checked = _payloads_checked(adapter, monkeypatch)
     vector = EMBEDDINGS.embed_query("memory number 3")
     [(docs, _)] = adapter.search_by_vectors(["q"], [vector], [5], {"filter": memory.scope.where()})
     assert len(docs) == 5
