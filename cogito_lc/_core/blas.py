@@ -50,6 +50,16 @@ class _OneThread:
         with self._lock, controller.limit(limits=1, user_api="blas"):
             yield
 
+    def before_fork(self) -> None:
+        """Wait for the blocks under way: a child never starts inside one (BLAS limited)."""
+        self._lock.acquire()
+
+    def after_fork_in_parent(self) -> None:
+        self._lock.release()
+
+    def after_fork_in_child(self) -> None:
+        self._lock = threading.RLock()
+
     def _blas_controller(self) -> Any:
         """The ``threadpoolctl`` view of the loaded BLAS, made once (None: none known)."""
         with self._lock:
@@ -116,7 +126,7 @@ def row_product(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDAr
         assert np.array_equal(row_product(queries, matrix), queries @ matrix.T)
         ```
     """
-    parts = min(os.cpu_count() or 1, len(matrix) // ROWS_PER_PART)
+    parts = min(_usable_cpus(), len(matrix) // ROWS_PER_PART)
     with one_blas_thread():
         if parts <= 1:
             whole: npt.NDArray[Any] = queries @ matrix.T
@@ -132,8 +142,28 @@ def _executor() -> ThreadPoolExecutor:
     global _pool  # noqa: PLW0603 - one pool for the process, made on first use
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid():  # a fork's child has no pool threads
-            pool = ThreadPoolExecutor(
-                max_workers=os.cpu_count() or 1, thread_name_prefix="cogito-blas"
-            )
+            pool = ThreadPoolExecutor(max_workers=_usable_cpus(), thread_name_prefix="cogito-blas")
             _pool = (os.getpid(), pool)
         return _pool[1]
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container's share, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _after_fork_in_child() -> None:
+    """Fresh locks in a forked child: a parent's thread may have held them at the fork."""
+    global _pool_lock  # noqa: PLW0603 - the parent's lock may be held by a thread not copied
+    _pool_lock = threading.Lock()
+    _ONE_THREAD.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_ONE_THREAD.before_fork,
+        after_in_parent=_ONE_THREAD.after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )

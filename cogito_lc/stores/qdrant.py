@@ -385,12 +385,12 @@ def _check_dimension(client: QdrantClient, collection: str, dimension: int) -> N
         raise ValueError(msg)
 
 
-def _filter_key(where: Mapping[str, Any] | None) -> str | None:
-    """``where`` as text, one text per filter (None: no filter, or one that is not JSON)."""
+def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:
+    """``where`` on the metadata under ``payload_key``, as text (None: no filter, or not JSON)."""
     if where is None:
         return None
     try:
-        return json.dumps(where, sort_keys=True)
+        return f"{payload_key} {json.dumps(where, sort_keys=True)}"
     except (TypeError, ValueError):
         return None
 
@@ -497,7 +497,7 @@ class QdrantAdapter(BatchedSearchAdapter):
         found = self._where(where)
         if not found.pushed.exact:
             return len(self.ids_in(where))
-        key = _filter_key(where)
+        key = _filter_key(where, self._metadata_key)
         if is_local(self.client) and (where is None or key is not None):
             with getattr(self.client, "_lock", None) or nullcontext():
                 counted = local_count(
@@ -526,7 +526,7 @@ class QdrantAdapter(BatchedSearchAdapter):
                 self.collection,
                 self._vector_name,
                 keep=self._payload_test(translated),
-                keep_key=_filter_key(where),
+                keep_key=_filter_key(where, self._metadata_key),
             )
         self.count()
 
@@ -672,7 +672,7 @@ class QdrantAdapter(BatchedSearchAdapter):
                     vectors,
                     ks,
                     keep=self._payload_test(translated),
-                    keep_key=_filter_key(where),
+                    keep_key=_filter_key(where, self._metadata_key),
                 )
                 if ranked is not None:
                     return self._ranked_hits(ranked, translated, stored)

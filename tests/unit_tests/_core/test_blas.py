@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,6 +100,39 @@ def test_row_product_works_in_a_forked_child_after_the_parent_used_it() -> None:
     child.start()
     try:
         assert answers.get(timeout=60) == 2 * 20_000 * 8  # no pool threads in the child
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.usefixtures("two_blas_threads")
+def test_a_fork_waits_for_a_block_under_way_and_the_child_gets_its_threads() -> None:
+    entered, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with one_blas_thread():
+            entered.set()
+            leave.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    entered.wait(10)
+    threading.Timer(0.3, leave.set).start()  # the fork below waits until the block ends
+
+    def child_reports(answers: Any) -> None:
+        with one_blas_thread():  # a lock held in the parent would hang here
+            pass
+        answers.put(_blas_threads())
+
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=child_reports, args=(answers,))
+    child.start()
+    holder.join(10)
+    try:
+        assert answers.get(timeout=60) >= 2  # not forked inside the block
     finally:
         child.join(10)
         if child.is_alive():
