@@ -19,7 +19,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -497,9 +497,9 @@ class QdrantAdapter(BatchedSearchAdapter):
         found = self._where(where)
         if not found.pushed.exact:
             return len(self.ids_in(where))
-        key = _filter_key(where, self._metadata_key)
+        key = self._filter_key(where)
         if is_local(self.client) and (where is None or key is not None):
-            with getattr(self.client, "_lock", None) or nullcontext():
+            with self._local_lock():
                 counted = local_count(
                     self.client,
                     self.collection,
@@ -520,15 +520,23 @@ class QdrantAdapter(BatchedSearchAdapter):
         if not is_local(self.client):
             return
         translated = self._where(where)
-        with getattr(self.client, "_lock", None) or nullcontext():
+        with self._local_lock():
             prepare(
                 self.client,
                 self.collection,
                 self._vector_name,
                 keep=self._payload_test(translated),
-                keep_key=_filter_key(where, self._metadata_key),
+                keep_key=self._filter_key(where),
             )
         self.count()
+
+    def _local_lock(self) -> AbstractContextManager[Any]:
+        """The lock of the adapter's wrapper of a local-mode client (none for a bare client)."""
+        return getattr(self.client, "_lock", None) or nullcontext()
+
+    def _filter_key(self, where: Mapping[str, Any] | None) -> str | None:
+        """``where`` as the text local mode's remembered filter masks are kept under."""
+        return _filter_key(where, self._metadata_key)
 
     def _ordered_payload_test(self, found: _Where) -> Callable[[Mapping[str, Any]], bool]:
         """Whether a point carries an insertion order and matches (``_ordered_points``)."""
@@ -664,7 +672,7 @@ class QdrantAdapter(BatchedSearchAdapter):
 
         translated = self._where(where)
         if is_local(self.client):
-            with getattr(self.client, "_lock", None) or nullcontext():  # rank and read as one
+            with self._local_lock():  # rank and read as one
                 ranked = local_nearest(
                     self.client,
                     self.collection,
@@ -672,7 +680,7 @@ class QdrantAdapter(BatchedSearchAdapter):
                     vectors,
                     ks,
                     keep=self._payload_test(translated),
-                    keep_key=_filter_key(where, self._metadata_key),
+                    keep_key=self._filter_key(where),
                 )
                 if ranked is not None:
                     return self._ranked_hits(ranked, translated, stored)
