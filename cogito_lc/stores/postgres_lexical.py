@@ -351,17 +351,20 @@ class PostgresLexicalIndex:
         if rows <= 0:
             return None
         counts: list[int | None] = row[2]
-        counted = {term: n for term, n in zip(terms, counts, strict=True) if n is not None}
-        common = {
-            term: min(rows, round(shares.get(term, 0.0) * rows))
-            for term, n in zip(terms, counts, strict=True)
-            if n is None
-        }
-        found = {**counted, **common}
-        held = {term: found[term] for term in terms if found.get(term)}
+        held: dict[str, int] = {}
+        estimated: set[str] = set()
+        for term, counted in zip(terms, counts, strict=True):
+            frequency = counted
+            if frequency is None:  # past the count limit by the statistics: their estimate
+                estimated.add(term)
+                frequency = min(rows, round(shares.get(term, 0.0) * rows))
+            if frequency:
+                held[term] = frequency
         if not held:
             return None
-        return _TermWeights(rows=rows, tokens=tokens, frequency=held, estimated=frozenset(common))
+        return _TermWeights(
+            rows=rows, tokens=tokens, frequency=held, estimated=frozenset(estimated)
+        )
 
     def _term_shares(self, conn: Any) -> Mapping[str, float]:
         """The share of the table's rows holding each common term (the planner's statistics).
