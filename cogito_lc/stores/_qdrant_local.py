@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cogito_lc._core.blas import row_product
+from cogito_lc.stores._similarities import similarities
 from cogito_lc.stores.base import unit_rows
 
 __all__ = ["Ranked", "local_count", "local_nearest", "prepare"]
@@ -70,7 +70,7 @@ def local_nearest(
     if arrays is None:
         return None
     matrix, alive, ids = arrays
-    scores = row_product(unit_rows(np.asarray(queries)), matrix)
+    scores = similarities(unit_rows(np.asarray(queries)), matrix)
     scores[:, ~alive] = -np.inf
     return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
 
