@@ -5,7 +5,7 @@ numpy's OpenBLAS multiplies a few query vectors by a tall matrix of stored rows
 row read: at 100,000 rows of 384 floats, four query vectors take 32 ms on one
 thread against 14 ms for one. torch's MKL runs the same product (as
 ``matrix @ queries.T``) at the speed of reading the matrix once: 14 ms on one
-thread and 7 ms on two, whatever the number of query vectors. torch is loaded
+thread and 7-10 ms on two, for one to five query vectors. torch is loaded
 whenever the embedding model is a local one (sentence-transformers); it is not
 imported here for the product alone (importing it takes seconds), and without it
 the product runs on numpy, split by rows (:func:`cogito_lc._core.blas.row_product`).
@@ -46,9 +46,11 @@ def similarities(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDA
     torch = sys.modules.get("torch")
     if torch is None or not _torch_can_read(matrix):
         return np.asarray(row_product(queries, matrix), dtype=np.float32)
+    # MKL runs a product with one column on one thread; two columns run on all.
+    asked = np.vstack([queries, queries]) if len(queries) == 1 else queries
     with torch.inference_mode():
-        scores = torch.from_numpy(matrix) @ torch.from_numpy(queries).T
-    return np.ascontiguousarray(scores.numpy().T)
+        scores = torch.from_numpy(matrix) @ torch.from_numpy(asked).T
+    return np.ascontiguousarray(scores.numpy()[:, : len(queries)].T)
 
 
 def _torch_can_read(matrix: npt.NDArray[Any]) -> bool:
