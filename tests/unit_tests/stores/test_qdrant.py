@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -266,6 +267,17 @@ def _library_ranking(client: Any, collection: str, vector: list[float], k: int) 
     return [(point.id, point.score) for point in response.points]
 
 
+@pytest.fixture(params=["numpy", "torch"])
+def product_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Rank on numpy's product (torch not loaded) or on torch's."""
+    if request.param == "torch":
+        pytest.importorskip("torch")
+    else:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("product_engine")
 def test_unfiltered_local_searches_rank_as_qdrant_does() -> None:
     from cogito_lc.stores._qdrant_local import local_nearest
 
