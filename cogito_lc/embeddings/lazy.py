@@ -11,7 +11,10 @@ from langchain_core.embeddings import Embeddings
 
 __all__ = ["LazyEmbeddings"]
 
-_OWN = frozenset({"_factory", "_lock", "_loaded"})
+_OWN = frozenset({"_factory", "_lock", "_loaded", "_checks"})
+_PROBED_ON_OPEN = frozenset({"embed_query_inline", "embed_query_inline_template"})
+"""Optional methods langchain-postgres looks for (``hasattr``) when a store opens: absent
+until the embeddings are built, so opening a store does not build them."""
 
 
 class LazyEmbeddings(Embeddings):
@@ -19,12 +22,17 @@ class LazyEmbeddings(Embeddings):
 
     Loading a local model takes seconds (torch, weights); a command that only
     counts, lists or deletes memories needs none of it. The first embedding call,
-    or the first read of any other attribute (``model_name``, ``_client``), builds
-    the embeddings once, whichever thread asks first; every later call goes to them.
-    A factory that raises is called again on the next use.
+    or the first read of any other attribute (``model_name``, ``_client``; not the
+    optional ``embed_query_inline`` methods langchain-postgres looks for when a
+    store opens), builds the embeddings once, whichever thread asks first; every
+    later call goes to them. A factory that raises is called again on the next use. Checks given to
+    :meth:`check_when_built` (a store opened over an existing collection checks
+    the model's dimension there) run on the model before it is first used; one
+    that raises is raised by that use and every later one, and the model is not kept.
 
     Args:
-        factory: Builds the embeddings; called at most once.
+        factory: Builds the embeddings; called once (again only after it or a
+            check raised).
 
     Example:
         ```python
@@ -49,6 +57,7 @@ class LazyEmbeddings(Embeddings):
         self._factory = factory
         self._lock = threading.Lock()
         self._loaded: Embeddings | None = None
+        self._checks: list[Callable[[Embeddings], None]] = []
 
     @property
     def loaded(self) -> bool:
@@ -63,8 +72,19 @@ class LazyEmbeddings(Embeddings):
             return loaded
         with self._lock:
             if self._loaded is None:
-                self._loaded = self._factory()
+                built = self._factory()
+                for check in self._checks:
+                    check(built)
+                self._loaded = built
             return self._loaded
+
+    def check_when_built(self, check: Callable[[Embeddings], None]) -> None:
+        """Run ``check`` on the built embeddings before their first use (now, if built)."""
+        with self._lock:
+            if self._loaded is None:
+                self._checks.append(check)
+                return
+        check(self._loaded)
 
     async def aload(self) -> Embeddings:
         """:attr:`embeddings`, built in a worker thread so the event loop keeps running."""
@@ -89,12 +109,13 @@ class LazyEmbeddings(Embeddings):
         return await (await self.aload()).aembed_query(text)
 
     def __getattr__(self, name: str) -> Any:
-        if name in _OWN or name.startswith("__"):
+        if name in _OWN or name.startswith("__") or (name in _PROBED_ON_OPEN and not self.loaded):
             raise AttributeError(name)
         return getattr(self.embeddings, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (LazyEmbeddings, (self._factory,))  # a copy builds its own, on its first use
+        # A copy builds its own on its first use, without the checks (they hold open stores).
+        return (LazyEmbeddings, (self._factory,))
 
     def __repr__(self) -> str:
         state = repr(self._loaded) if self._loaded is not None else "not loaded"

@@ -41,6 +41,7 @@ from cogito_lc._core.filters import split_values
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
+from cogito_lc.stores._dimension import check_dimension, probe_dimension
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -447,6 +448,25 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
     return [";\n".join([create, *indexes]), *bm25_steps(table)]
 
 
+def _held_dimension(database: PostgresDatabase, table: str) -> int | None:
+    """The dimension of the table's ``embedding`` column (None: no such table or no dimension)."""
+    with database.connection() as conn:
+        row = conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = 'embedding' AND NOT attisdropped",
+            (_quote(table),),
+        ).fetchone()
+    return int(row[0]) if row is not None and int(row[0]) > 0 else None
+
+
+def _dimension_mismatch(table: str, held: int, dimension: int) -> str:
+    return (
+        f"the Postgres table {table!r} holds vectors of size {held}, but the embedding "
+        f"model gives {dimension}: use the model the table was made with, or another "
+        "collection name."
+    )
+
+
 def _write_text_index_directly(database: PostgresDatabase, table: str) -> None:
     """Turn the text index's pending list off where an earlier release left it on.
 
@@ -510,13 +530,18 @@ def open_postgres_store(
     Raises:
         DatabaseSetupError: If the database cannot be used (see
             :class:`PostgresDatabase`).
+        ValueError: If the table holds vectors of another size than the model's
+            (for embeddings built on first use, raised by their first use instead).
     """
     from langchain_postgres import PGEngine, PGVectorStore
 
     database = url if isinstance(url, PostgresDatabase) else PostgresDatabase(url)
     _quote(collection)
-    dimension = len(embeddings.embed_query("dimension probe"))
+    held = _held_dimension(database, collection)
+    dimension = probe_dimension(embeddings) if held is None else held
     database.migrate(f"memories:{collection}", _memories_steps(collection, dimension))
+    if held is not None:
+        check_dimension(embeddings, held, partial(_dimension_mismatch, collection, held))
     _write_text_index_directly(database, collection)
     with database.transaction() as conn:
         conn.execute("SET LOCAL statement_timeout = 0")  # a rebuild reads the whole table

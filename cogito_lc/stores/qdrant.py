@@ -32,6 +32,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc.stores._dimension import check_dimension, probe_dimension
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
 from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest, prepare
 from cogito_lc.stores.base import (
@@ -285,9 +286,13 @@ def open_qdrant_store(
         raise ValueError(msg)
     if client is None:
         client = _client(path, url, api_key)
-    dimension = len(embeddings.embed_query("dimension probe"))
-    _ensure_collection(client, collection, dimension)
-    return qdrant_store_class()(client=client, collection_name=collection, embedding=embeddings)  # type: ignore[call-arg]
+    checked_later = _ensure_collection(client, collection, embeddings)
+    return qdrant_store_class()(  # type: ignore[call-arg]
+        client=client,
+        collection_name=collection,
+        embedding=embeddings,
+        validate_collection_config=not checked_later,  # it embeds a probe
+    )
 
 
 class _LockedClient:
@@ -342,26 +347,35 @@ def _close(client: weakref.ref[_LockedClient]) -> None:
         held.close()
 
 
-def _ensure_collection(client: QdrantClient, collection: str, dimension: int) -> None:
+def _ensure_collection(client: QdrantClient, collection: str, embeddings: Embeddings) -> bool:
+    """Create the collection if needed; True when its check against the model waits for its use.
+
+    An existing collection of one unnamed cosine vector, the kind made here, is
+    checked against a model built on first use when that model is built.
+    """
     from qdrant_client import models
 
+    checked_later = False
     if not client.collection_exists(collection):
         try:
             client.create_collection(
                 collection,
-                vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                vectors_config=models.VectorParams(
+                    size=probe_dimension(embeddings), distance=models.Distance.COSINE
+                ),
             )
         except Exception:  # another replica made it first
             if not client.collection_exists(collection):
                 raise
     else:
-        _check_dimension(client, collection, dimension)
+        checked_later = _check_dimension(client, collection, embeddings)
         _SEQUENCE.seed(_highest_seq(client, collection))
     if is_local(client):
-        return  # local mode scans its points; payload indexes do nothing there
+        return checked_later  # local mode scans its points; payload indexes do nothing there
     client.create_payload_index(collection, SEQ_KEY, models.PayloadSchemaType.INTEGER)
     for key in SCOPE_KEYS:
         client.create_payload_index(collection, f"metadata.{key}", models.PayloadSchemaType.KEYWORD)
+    return checked_later
 
 
 def _highest_seq(client: QdrantClient, collection: str) -> int:
@@ -373,16 +387,22 @@ def _highest_seq(client: QdrantClient, collection: str) -> int:
     return int((points[0].payload or {}).get(SEQ_KEY, 0)) if points else 0
 
 
-def _check_dimension(client: QdrantClient, collection: str, dimension: int) -> None:
+def _check_dimension(client: QdrantClient, collection: str, embeddings: Embeddings) -> bool:
+    """Check the model's dimension against the collection's; True when it waits for the model."""
+    from qdrant_client import models
+
     vectors = client.get_collection(collection).config.params.vectors
-    size = getattr(vectors, "size", None)
-    if size is not None and size != dimension:
-        msg = (
-            f"the Qdrant collection {collection!r} holds vectors of size {size}, but the "
-            f"embedding model gives {dimension}: use the model the collection was made "
+    if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
+        return False  # not made here: langchain-qdrant checks it, with the model
+
+    def mismatch(dimension: int) -> str:
+        return (
+            f"the Qdrant collection {collection!r} holds vectors of size {vectors.size}, but "
+            f"the embedding model gives {dimension}: use the model the collection was made "
             "with, or another collection name."
         )
-        raise ValueError(msg)
+
+    return check_dimension(embeddings, vectors.size, mismatch)
 
 
 def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:

@@ -307,6 +307,33 @@ def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -
     assert any("(user_id)" in d for d in indexes)
 
 
+def test_a_lazy_model_is_checked_against_an_existing_table_on_first_use(
+    pg_url: str, pg_collection: str
+) -> None:
+    from cogito_lc.embeddings import LazyEmbeddings
+
+    _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8)).store("kept across opens")
+
+    right = LazyEmbeddings(lambda: DeterministicFakeEmbedding(size=8))
+    reopened = _memory(pg_url, pg_collection, right)
+    assert reopened.count() == 1
+    assert not right.loaded  # opened and counted without the model
+    assert [doc.page_content for doc in reopened.as_retriever(k=1).invoke("kept")] == [
+        "kept across opens"
+    ]
+    assert right.loaded
+
+    wrong = LazyEmbeddings(lambda: DeterministicFakeEmbedding(size=12))
+    misfit = _memory(pg_url, pg_collection, wrong)
+    assert not wrong.loaded
+    with pytest.raises(ValueError, match="size 8, but the embedding model gives 12"):
+        misfit.store("never stored")
+    assert reopened.count() == 1
+
+    with pytest.raises(ValueError, match="size 8, but the embedding model gives 12"):
+        _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=12))
+
+
 def test_a_text_index_of_an_older_release_stops_deferring_its_writes(
     pg_url: str, pg_collection: str
 ) -> None:

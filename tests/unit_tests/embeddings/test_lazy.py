@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -108,3 +109,48 @@ def test_a_copy_builds_its_own_embeddings_on_its_first_use() -> None:
     )
     assert not restored.loaded
     assert len(restored.embed_query("hello")) == 8
+
+
+def _size_is(size: int, seen: list[int]) -> Callable[[Embeddings], None]:
+    def check(model: Embeddings) -> None:
+        seen.append(len(model.embed_query("probe")))
+        if seen[-1] != size:
+            msg = f"wrong size {seen[-1]}"
+            raise ValueError(msg)
+
+    return check
+
+
+def test_checks_run_on_the_built_model_before_its_first_use() -> None:
+    factory, seen = CountingFactory(), []
+    lazy = LazyEmbeddings(factory)
+    lazy.check_when_built(_size_is(8, seen))
+    assert (factory.calls, seen) == (0, [])
+    assert len(lazy.embed_query("a")) == 8
+    assert (factory.calls, seen) == (1, [8])
+    lazy.embed_query("b")
+    assert seen == [8]  # once, at the build
+    lazy.check_when_built(_size_is(8, seen))  # built already: runs now
+    assert seen == [8, 8]
+
+
+def test_a_failing_check_fails_every_use_and_the_model_is_not_kept() -> None:
+    factory, seen = CountingFactory(), []
+    lazy = LazyEmbeddings(factory)
+    lazy.check_when_built(_size_is(16, seen))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="wrong size 8"):
+            lazy.embed_documents(["a"])
+        assert not lazy.loaded
+    assert factory.calls == 2
+    assert seen == [8, 8]
+
+
+def test_the_inline_methods_a_postgres_store_looks_for_do_not_build_it() -> None:
+    factory = CountingFactory()
+    lazy = LazyEmbeddings(factory)
+    assert not hasattr(lazy, "embed_query_inline")
+    assert not hasattr(lazy, "embed_query_inline_template")
+    assert factory.calls == 0
+    assert lazy.size == 8  # any other attribute builds it
+    assert factory.calls == 1

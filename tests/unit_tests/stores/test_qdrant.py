@@ -140,6 +140,39 @@ def test_open_qdrant_store_rejects_two_locations_and_another_dimension(tmp_path:
     client.close()
 
 
+def test_a_lazy_model_is_checked_against_an_existing_collection_on_first_use(
+    tmp_path: Any,
+) -> None:
+    from cogito_lc.embeddings import LazyEmbeddings
+
+    store = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")
+    store.add_texts(["billing runs on port 8083"], [{"user_id": "u"}], ids=["m1"])
+    client = store.client  # type: ignore[attr-defined]
+
+    right = LazyEmbeddings(lambda: EMBEDDINGS)
+    reopened = open_qdrant_store(right, client=client)
+    adapter = adapter_for(reopened)
+    assert adapter.count({"user_id": "u"}) == 1
+    assert [doc.id for doc in adapter.get(["m1"])] == ["m1"]
+    assert not right.loaded  # opened, counted and read without the model
+    assert [doc.id for doc in reopened.similarity_search("billing port", k=1)] == ["m1"]
+    assert right.loaded
+
+    wrong = LazyEmbeddings(lambda: DeterministicFakeEmbedding(size=8))
+    misfit = open_qdrant_store(wrong, client=client)
+    assert not wrong.loaded
+    with pytest.raises(ValueError, match="size 16, but the embedding model gives 8"):
+        misfit.similarity_search("billing port", k=1)
+    with pytest.raises(ValueError, match="size 16"):
+        misfit.add_texts(["never stored"], ids=["m2"])
+    assert adapter.get(["m2"]) == []
+
+    fresh = LazyEmbeddings(lambda: EMBEDDINGS)
+    open_qdrant_store(fresh, client=client, collection="new_one")
+    assert fresh.loaded  # a new collection is sized from the model
+    client.close()
+
+
 def test_concurrent_writers_and_readers_in_local_mode(tmp_path: Any) -> None:
     """Local mode has no locks of its own: the store serialises every call to it."""
     store = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")
