@@ -5,14 +5,17 @@ numpy's OpenBLAS multiplies a few query vectors by a tall matrix of stored rows
 row read: at 100,000 rows of 384 floats, four query vectors take 32 ms on one
 thread against 14 ms for one. torch's MKL runs the same product (as
 ``matrix @ queries.T``) at the speed of reading the matrix once: 14 ms on one
-thread and 7-10 ms on two, for one to five query vectors. torch is loaded
-whenever the embedding model is a local one (sentence-transformers); it is not
-imported here for the product alone (importing it takes seconds), and without it
-the product runs on numpy, split by rows (:func:`cogito_lc._core.blas.row_product`).
+thread and 7-10 ms on two, for one to five query vectors (x86 wheels of torch
+use MKL; elsewhere torch's own CPU product runs it). torch is loaded whenever the
+embedding model is a local one (sentence-transformers); it is not imported here
+for the product alone (importing it takes seconds). Without it, while it is still
+importing, or when it cannot read numpy arrays, the product runs on numpy, split
+by rows (:func:`cogito_lc._core.blas.row_product`).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
@@ -22,6 +25,8 @@ import numpy.typing as npt
 from cogito_lc._core.blas import row_product
 
 __all__ = ["similarities"]
+
+logger = logging.getLogger(__name__)
 
 
 def similarities(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -44,8 +49,17 @@ def similarities(queries: npt.NDArray[Any], matrix: npt.NDArray[Any]) -> npt.NDA
     """
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     torch = sys.modules.get("torch")
-    if torch is None or not _torch_can_read(matrix):
-        return np.asarray(row_product(queries, matrix), dtype=np.float32)
+    if torch is not None and _torch_can_read(matrix):
+        try:
+            return _torch_product(torch, queries, matrix)
+        except (AttributeError, RuntimeError, TypeError) as exc:  # still importing, or no numpy
+            logger.debug("torch cannot run the product (%s): numpy runs it", exc)
+    return np.asarray(row_product(queries, matrix), dtype=np.float32)
+
+
+def _torch_product(
+    torch: Any, queries: npt.NDArray[np.float32], matrix: npt.NDArray[Any]
+) -> npt.NDArray[Any]:
     # MKL runs a product with one column on one thread; two columns run on all.
     asked = np.vstack([queries, queries]) if len(queries) == 1 else queries
     with torch.inference_mode():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from typing import Any
 
@@ -15,7 +16,7 @@ torch = pytest.importorskip("torch")
 from cogito_lc.stores import _similarities  # noqa: E402
 from cogito_lc.stores._similarities import similarities  # noqa: E402
 
-ROWS = 9_000  # past two of numpy's row parts, so both engines split the work
+ROWS = 9_000  # two of numpy's row parts where two CPUs are usable
 
 
 def _unit(rows: int, seed: int) -> npt.NDArray[np.float32]:
@@ -54,10 +55,19 @@ def test_torch_ranks_as_numpy_when_loaded(queries: int, numpy_products: list[int
 def test_without_torch_numpy_splits_the_product(
     monkeypatch: pytest.MonkeyPatch, numpy_products: list[int]
 ) -> None:
-    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if never imported
     matrix, asked = _unit(ROWS, 2), _unit(4, 3)
     np.testing.assert_allclose(similarities(asked, matrix), asked @ matrix.T, atol=1e-5)
     assert numpy_products == [4]
+
+
+def test_a_torch_still_importing_leaves_the_product_to_numpy(
+    monkeypatch: pytest.MonkeyPatch, numpy_products: list[int]
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # no attributes yet
+    matrix, asked = _unit(ROWS, 6), _unit(3, 7)
+    np.testing.assert_allclose(similarities(asked, matrix), asked @ matrix.T, atol=1e-5)
+    assert numpy_products == [3]
 
 
 @pytest.mark.parametrize(
