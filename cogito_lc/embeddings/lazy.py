@@ -11,10 +11,11 @@ from langchain_core.embeddings import Embeddings
 
 __all__ = ["LazyEmbeddings"]
 
-_OWN = frozenset({"_factory", "_lock", "_loaded", "_checks"})
+_OWN = frozenset({"_factory", "_lock", "_loaded", "_checks", "_refused"})
 _PROBED_ON_OPEN = frozenset({"embed_query_inline", "embed_query_inline_template"})
-"""Optional methods langchain-postgres looks for (``hasattr``) when a store opens: absent
-until the embeddings are built, so opening a store does not build them."""
+"""Optional methods langchain-postgres looks for (``hasattr``) when a store opens and before
+each search or write: absent until the embeddings are built, so that opening a store does
+not build them (a model that has them is used without them until then)."""
 
 
 class LazyEmbeddings(Embeddings):
@@ -28,7 +29,7 @@ class LazyEmbeddings(Embeddings):
     later call goes to them. A factory that raises is called again on the next use. Checks given to
     :meth:`check_when_built` (a store opened over an existing collection checks
     the model's dimension there) run on the model before it is first used; one
-    that raises is raised by that use and every later one, and the model is not kept.
+    that raises is raised by that use and every later one, without building again.
 
     Args:
         factory: Builds the embeddings; called once (again only after it or a
@@ -58,6 +59,7 @@ class LazyEmbeddings(Embeddings):
         self._lock = threading.Lock()
         self._loaded: Embeddings | None = None
         self._checks: list[Callable[[Embeddings], None]] = []
+        self._refused: Exception | None = None
 
     @property
     def loaded(self) -> bool:
@@ -71,15 +73,26 @@ class LazyEmbeddings(Embeddings):
         if loaded is not None:
             return loaded
         with self._lock:
+            if self._refused is not None:
+                raise self._refused
             if self._loaded is None:
                 built = self._factory()
-                for check in self._checks:
-                    check(built)
-                self._loaded = built
+                try:
+                    for check in self._checks:
+                        check(built)
+                except Exception as error:
+                    self._refused = error
+                    raise
+                self._loaded, self._checks = built, []
             return self._loaded
 
     def check_when_built(self, check: Callable[[Embeddings], None]) -> None:
-        """Run ``check`` on the built embeddings before their first use (now, if built)."""
+        """Run ``check`` on the built embeddings before their first use (now, if built).
+
+        A check that raises refuses the embeddings: that use and every later one
+        raise its error, without building them again. A check runs under this
+        object's lock, on the built model: it must not call this object.
+        """
         with self._lock:
             if self._loaded is None:
                 self._checks.append(check)
@@ -114,7 +127,8 @@ class LazyEmbeddings(Embeddings):
         return getattr(self.embeddings, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # A copy builds its own on its first use, without the checks (they hold open stores).
+        # A copy builds its own on its first use, without the checks: it is not the
+        # object the stores that registered them were opened with.
         return (LazyEmbeddings, (self._factory,))
 
     def __repr__(self) -> str:

@@ -449,11 +449,12 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
 
 
 def _held_dimension(database: PostgresDatabase, table: str) -> int | None:
-    """The dimension of the table's ``embedding`` column (None: no such table or no dimension)."""
+    """The dimension of the table's ``embedding`` vector column (None: no such table or size)."""
     with database.connection() as conn:
         row = conn.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-            "AND attname = 'embedding' AND NOT attisdropped",
+            "SELECT a.atttypmod FROM pg_attribute AS a JOIN pg_type AS t ON t.oid = a.atttypid "
+            "WHERE a.attrelid = to_regclass(%s) AND a.attname = 'embedding' "
+            "AND NOT a.attisdropped AND t.typname = 'vector'",
             (_quote(table),),
         ).fetchone()
     return int(row[0]) if row is not None and int(row[0]) > 0 else None
@@ -538,9 +539,14 @@ def open_postgres_store(
     database = url if isinstance(url, PostgresDatabase) else PostgresDatabase(url)
     _quote(collection)
     held = _held_dimension(database, collection)
-    dimension = probe_dimension(embeddings) if held is None else held
-    database.migrate(f"memories:{collection}", _memories_steps(collection, dimension))
-    if held is not None:
+    if held is None:
+        probed = probe_dimension(embeddings)
+        database.migrate(f"memories:{collection}", _memories_steps(collection, probed))
+        made = _held_dimension(database, collection) or probed  # another replica's, if first
+        if made != probed:
+            raise ValueError(_dimension_mismatch(collection, made, probed))
+    else:
+        database.migrate(f"memories:{collection}", _memories_steps(collection, held))
         check_dimension(embeddings, held, partial(_dimension_mismatch, collection, held))
     _write_text_index_directly(database, collection)
     with database.transaction() as conn:

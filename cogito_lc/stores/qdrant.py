@@ -357,12 +357,11 @@ def _ensure_collection(client: QdrantClient, collection: str, embeddings: Embedd
 
     checked_later = False
     if not client.collection_exists(collection):
+        size = probe_dimension(embeddings)
         try:
             client.create_collection(
                 collection,
-                vectors_config=models.VectorParams(
-                    size=probe_dimension(embeddings), distance=models.Distance.COSINE
-                ),
+                vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE),
             )
         except Exception:  # another replica made it first
             if not client.collection_exists(collection):
