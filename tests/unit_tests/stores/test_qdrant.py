@@ -301,26 +301,18 @@ def _library_ranking(client: Any, collection: str, vector: list[float], k: int) 
 
 
 @pytest.fixture(params=["numpy", "torch"])
-def numpy_products(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def ranked_on(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, numpy_products: list[int]
+) -> list[int]:
     """Rank on numpy's product (torch not loaded) or on torch's; the numpy products, counted."""
-    from cogito_lc.stores import _similarities
-
     if request.param == "torch":
         pytest.importorskip("torch")
     else:
         monkeypatch.setitem(sys.modules, "torch", None)  # as if never imported
-    calls: list[int] = []
-    numpy_product = _similarities.row_product
-
-    def counted(queries: Any, matrix: Any) -> Any:
-        calls.append(len(queries))
-        return numpy_product(queries, matrix)
-
-    monkeypatch.setattr(_similarities, "row_product", counted)
-    return calls
+    return numpy_products
 
 
-def test_unfiltered_local_searches_rank_as_qdrant_does(numpy_products: list[int]) -> None:
+def test_unfiltered_local_searches_rank_as_qdrant_does(ranked_on: list[int]) -> None:
     from cogito_lc.stores._qdrant_local import local_nearest
 
     store = open_qdrant_store(EMBEDDINGS)
@@ -343,7 +335,7 @@ def test_unfiltered_local_searches_rank_as_qdrant_does(numpy_products: list[int]
     assert [point_id(doc.id or "") for doc in docs] == [p for p, _ in ranked[1]]
     assert all(doc.page_content == f"memory number {doc.id[1:]}" for doc in docs)  # type: ignore[index]
     on_numpy = sys.modules.get("torch") is None
-    assert numpy_products == ([5, 1] if on_numpy else [])
+    assert ranked_on == ([5, 1] if on_numpy else [])
 
 
 @pytest.mark.parametrize(

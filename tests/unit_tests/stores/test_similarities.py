@@ -13,7 +13,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cogito_lc.stores import _similarities  # noqa: E402
 from cogito_lc.stores._similarities import similarities  # noqa: E402
 
 ROWS = 9_000  # two of numpy's row parts where two CPUs are usable
@@ -22,20 +21,6 @@ ROWS = 9_000  # two of numpy's row parts where two CPUs are usable
 def _unit(rows: int, seed: int) -> npt.NDArray[np.float32]:
     values = np.random.default_rng(seed).standard_normal((rows, 384)).astype(np.float32)
     return values / np.linalg.norm(values, axis=1, keepdims=True)
-
-
-@pytest.fixture
-def numpy_products(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the products that ran on numpy."""
-    calls: list[int] = []
-    numpy_product = _similarities.row_product
-
-    def counted(queries: Any, matrix: Any) -> Any:
-        calls.append(len(queries))
-        return numpy_product(queries, matrix)
-
-    monkeypatch.setattr(_similarities, "row_product", counted)
-    return calls
 
 
 @pytest.mark.parametrize("queries", [1, 4])
