@@ -26,10 +26,11 @@ class LazyEmbeddings(Embeddings):
     or the first read of any other attribute (``model_name``, ``_client``; not the
     optional ``embed_query_inline`` methods langchain-postgres looks for when a
     store opens), builds the embeddings once, whichever thread asks first; every
-    later call goes to them. A factory that raises is called again on the next use. Checks given to
-    :meth:`check_when_built` (a store opened over an existing collection checks
-    the model's dimension there) run on the model before it is first used; one
-    that raises is raised by that use and every later one, without building again.
+    later call goes to them. A factory that raises is called again on the next use.
+    Checks given to :meth:`check_when_built` (a store opened over an existing
+    collection checks the model's dimension there) run on the model before it is
+    first used; one that raises is raised by that use and every later one, without
+    building again.
 
     Args:
         factory: Builds the embeddings; called once (again only after it or a

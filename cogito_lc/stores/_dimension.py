@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from langchain_core.embeddings import Embeddings
 
-__all__ = ["BuiltOnFirstUse", "check_dimension", "probe_dimension"]
+__all__ = ["BuiltOnFirstUse", "check_dimension", "dimension_mismatch", "probe_dimension"]
 
 PROBE = "dimension probe"
 """The text embedded to learn a model's dimension."""
@@ -39,13 +39,21 @@ def probe_dimension(embeddings: Embeddings) -> int:
     return len(embeddings.embed_query(PROBE))
 
 
-def check_dimension(embeddings: Embeddings, size: int, mismatch: Callable[[int], str]) -> bool:
+def dimension_mismatch(holder: str, held: int, dimension: int) -> str:
+    """The error message for a model whose vectors do not fit the stored ones."""
+    return (
+        f"{holder} holds vectors of size {held}, but the embedding model gives {dimension}: "
+        "use the model it was made with, or another collection name."
+    )
+
+
+def check_dimension(embeddings: Embeddings, size: int, holder: str) -> bool:
     """Check that ``embeddings`` give vectors of ``size``; True when the check waits for them.
 
     Args:
         embeddings: The embedding model.
         size: The dimension the stored vectors have.
-        mismatch: The error message for a model of another dimension (given it).
+        holder: What holds them, for the error (``"the Qdrant collection 'memories'"``).
 
     Raises:
         ValueError: When the model is built and gives vectors of another size;
@@ -55,7 +63,7 @@ def check_dimension(embeddings: Embeddings, size: int, mismatch: Callable[[int],
     def check(model: Embeddings) -> None:
         dimension = probe_dimension(model)
         if dimension != size:
-            raise ValueError(mismatch(dimension))
+            raise ValueError(dimension_mismatch(holder, size, dimension))
 
     if isinstance(embeddings, BuiltOnFirstUse) and not embeddings.loaded:
         embeddings.check_when_built(check)

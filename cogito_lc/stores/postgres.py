@@ -41,7 +41,7 @@ from cogito_lc._core.filters import split_values
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
-from cogito_lc.stores._dimension import check_dimension, probe_dimension
+from cogito_lc.stores._dimension import check_dimension, dimension_mismatch, probe_dimension
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -460,14 +460,6 @@ def _held_dimension(database: PostgresDatabase, table: str) -> int | None:
     return int(row[0]) if row is not None and int(row[0]) > 0 else None
 
 
-def _dimension_mismatch(table: str, held: int, dimension: int) -> str:
-    return (
-        f"the Postgres table {table!r} holds vectors of size {held}, but the embedding "
-        f"model gives {dimension}: use the model the table was made with, or another "
-        "collection name."
-    )
-
-
 def _write_text_index_directly(database: PostgresDatabase, table: str) -> None:
     """Turn the text index's pending list off where an earlier release left it on.
 
@@ -539,15 +531,16 @@ def open_postgres_store(
     database = url if isinstance(url, PostgresDatabase) else PostgresDatabase(url)
     _quote(collection)
     held = _held_dimension(database, collection)
+    holder = f"the Postgres table {collection!r}"
     if held is None:
         probed = probe_dimension(embeddings)
         database.migrate(f"memories:{collection}", _memories_steps(collection, probed))
         made = _held_dimension(database, collection) or probed  # another replica's, if first
         if made != probed:
-            raise ValueError(_dimension_mismatch(collection, made, probed))
+            raise ValueError(dimension_mismatch(holder, made, probed))
     else:
         database.migrate(f"memories:{collection}", _memories_steps(collection, held))
-        check_dimension(embeddings, held, partial(_dimension_mismatch, collection, held))
+        check_dimension(embeddings, held, holder)
     _write_text_index_directly(database, collection)
     with database.transaction() as conn:
         conn.execute("SET LOCAL statement_timeout = 0")  # a rebuild reads the whole table

@@ -393,15 +393,7 @@ def _check_dimension(client: QdrantClient, collection: str, embeddings: Embeddin
     vectors = client.get_collection(collection).config.params.vectors
     if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
         return False  # not made here: langchain-qdrant checks it, with the model
-
-    def mismatch(dimension: int) -> str:
-        return (
-            f"the Qdrant collection {collection!r} holds vectors of size {vectors.size}, but "
-            f"the embedding model gives {dimension}: use the model the collection was made "
-            "with, or another collection name."
-        )
-
-    return check_dimension(embeddings, vectors.size, mismatch)
+    return check_dimension(embeddings, vectors.size, f"the Qdrant collection {collection!r}")
 
 
 def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:
