@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 __all__ = ["LazyEmbeddings"]
 
-_OWN = frozenset({"_factory", "_lock", "_loaded", "_checks", "_refused"})
+_OWN = frozenset({"_factory", "_lock", "_loaded"})
 _PROBED_ON_OPEN = frozenset({"embed_query_inline", "embed_query_inline_template"})
 """Optional methods langchain-postgres looks for (``hasattr``) when a store opens and before
 each search or write: absent until the embeddings are built, so that opening a store does
@@ -27,14 +28,11 @@ class LazyEmbeddings(Embeddings):
     optional ``embed_query_inline`` methods langchain-postgres looks for when a
     store opens), builds the embeddings once, whichever thread asks first; every
     later call goes to them. A factory that raises is called again on the next use.
-    Checks given to :meth:`check_when_built` (a store opened over an existing
-    collection checks the model's dimension there) run on the model before it is
-    first used; one that raises is raised by that use and every later one, without
-    building again.
+    A store opened over an existing collection checks the model's dimension there
+    on its first use, through :meth:`checked`.
 
     Args:
-        factory: Builds the embeddings; called once (again only after it or a
-            check raised).
+        factory: Builds the embeddings; called once (again only after it raised).
 
     Example:
         ```python
@@ -59,8 +57,6 @@ class LazyEmbeddings(Embeddings):
         self._factory = factory
         self._lock = threading.Lock()
         self._loaded: Embeddings | None = None
-        self._checks: list[Callable[[Embeddings], None]] = []
-        self._refused: Exception | None = None
 
     @property
     def loaded(self) -> bool:
@@ -74,31 +70,42 @@ class LazyEmbeddings(Embeddings):
         if loaded is not None:
             return loaded
         with self._lock:
-            if self._refused is not None:
-                raise self._refused
             if self._loaded is None:
-                built = self._factory()
-                try:
-                    for check in self._checks:
-                        check(built)
-                except Exception as error:
-                    self._refused = error
-                    raise
-                self._loaded, self._checks = built, []
+                self._loaded = self._factory()
             return self._loaded
 
-    def check_when_built(self, check: Callable[[Embeddings], None]) -> None:
-        """Run ``check`` on the built embeddings before their first use (now, if built).
+    def checked(self, check: Callable[[Embeddings], None]) -> LazyEmbeddings:
+        """These embeddings, given out only once ``check`` has passed on the built model.
 
-        A check that raises refuses the embeddings: that use and every later one
-        raise its error, without building them again. A check runs under this
-        object's lock, on the built model: it must not call this object.
+        For a store opened over stored vectors: the model, built once for every
+        store sharing these embeddings, must pass that store's check before the
+        store uses it. A check that raises fails that use, and the next use checks
+        again: only the store given the returned object refuses a model that does not
+        fit it, and a check that failed on a passing fault (a remote model not
+        answering yet) passes once it is gone.
+
+        Example:
+            ```python
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+
+            from cogito_lc.embeddings import LazyEmbeddings
+
+
+            def sixteen(model):
+                if len(model.embed_query("probe")) != 16:
+                    raise ValueError("the collection holds vectors of size 16")
+
+
+            shared = LazyEmbeddings(lambda: DeterministicFakeEmbedding(size=8))
+            misfit = shared.checked(sixteen)
+            assert len(shared.embed_query("hello")) == 8  # unaffected
+            try:
+                misfit.embed_query("hello")
+            except ValueError as error:
+                assert "size 16" in str(error)
+            ```
         """
-        with self._lock:
-            if self._loaded is None:
-                self._checks.append(check)
-                return
-        check(self._loaded)
+        return LazyEmbeddings(partial(_built_and_checked, self, check))
 
     async def aload(self) -> Embeddings:
         """:attr:`embeddings`, built in a worker thread so the event loop keeps running."""
@@ -128,10 +135,16 @@ class LazyEmbeddings(Embeddings):
         return getattr(self.embeddings, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # A copy builds its own on its first use, without the checks: it is not the
-        # object the stores that registered them were opened with.
+        # A copy builds its own on its first use (and checks it, if it was made by
+        # :meth:`checked`): a built model is not copied.
         return (LazyEmbeddings, (self._factory,))
 
     def __repr__(self) -> str:
         state = repr(self._loaded) if self._loaded is not None else "not loaded"
         return f"LazyEmbeddings({state})"
+
+
+def _built_and_checked(lazy: LazyEmbeddings, check: Callable[[Embeddings], None]) -> Embeddings:
+    model = lazy.embeddings
+    check(model)
+    return model

@@ -2,19 +2,21 @@
 
 Opening a store over an existing collection or table checks that the model gives
 vectors of the size it holds. Embeddings built on their first use (such as
-:class:`~cogito_lc.embeddings.LazyEmbeddings`) are not built for that: the check
-runs when they are, before their first vector is used, so a process that never
-embeds (a count, a listing, a deletion) never loads the model.
+:class:`~cogito_lc.embeddings.LazyEmbeddings`) are not built for that: the store
+is given embeddings that run the check on the model at their first use, so a
+process that never embeds (a count, a listing, a deletion) never loads the model,
+and a model that does not fit one store still serves the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Protocol, runtime_checkable
 
 from langchain_core.embeddings import Embeddings
 
-__all__ = ["BuiltOnFirstUse", "check_dimension", "dimension_mismatch", "probe_dimension"]
+__all__ = ["BuiltOnFirstUse", "checked_embeddings", "dimension_mismatch", "probe_dimension"]
 
 PROBE = "dimension probe"
 """The text embedded to learn a model's dimension."""
@@ -29,8 +31,8 @@ class BuiltOnFirstUse(Protocol):
         """Whether the model has been built."""
         ...
 
-    def check_when_built(self, check: Callable[[Embeddings], None]) -> None:
-        """Run ``check`` on the model before its first use (now, if it is built)."""
+    def checked(self, check: Callable[[Embeddings], None]) -> Embeddings:
+        """These embeddings, given out only once ``check`` has passed on the built model."""
         ...
 
 
@@ -47,8 +49,12 @@ def dimension_mismatch(holder: str, held: int, dimension: int) -> str:
     )
 
 
-def check_dimension(embeddings: Embeddings, size: int, holder: str) -> bool:
-    """Check that ``embeddings`` give vectors of ``size``; True when the check waits for them.
+def checked_embeddings(embeddings: Embeddings, size: int, holder: str) -> Embeddings:
+    """``embeddings``, checked to give vectors of ``size``: the embeddings a store should use.
+
+    A built model is checked now and given back. Embeddings built on first use
+    are not built for it: the store gets embeddings that check the model at
+    their first use, and raise at every use while it does not fit.
 
     Args:
         embeddings: The embedding model.
@@ -56,17 +62,17 @@ def check_dimension(embeddings: Embeddings, size: int, holder: str) -> bool:
         holder: What holds them, for the error (``"the Qdrant collection 'memories'"``).
 
     Raises:
-        ValueError: When the model is built and gives vectors of another size;
-            on first use, the model's first embedding call raises it instead.
+        ValueError: When the model is built and gives vectors of another size; for
+            embeddings built on first use, each use of the returned ones raises it.
     """
-
-    def check(model: Embeddings) -> None:
-        dimension = probe_dimension(model)
-        if dimension != size:
-            raise ValueError(dimension_mismatch(holder, size, dimension))
-
+    check = partial(_check_size, size=size, holder=holder)
     if isinstance(embeddings, BuiltOnFirstUse) and not embeddings.loaded:
-        embeddings.check_when_built(check)
-        return True
+        return embeddings.checked(check)
     check(embeddings)
-    return False
+    return embeddings
+
+
+def _check_size(model: Embeddings, *, size: int, holder: str) -> None:
+    dimension = probe_dimension(model)
+    if dimension != size:
+        raise ValueError(dimension_mismatch(holder, size, dimension))

@@ -41,7 +41,7 @@ from cogito_lc._core.filters import split_values
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
-from cogito_lc.stores._dimension import check_dimension, dimension_mismatch, probe_dimension
+from cogito_lc.stores._dimension import checked_embeddings, dimension_mismatch, probe_dimension
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -524,7 +524,7 @@ def open_postgres_store(
         DatabaseSetupError: If the database cannot be used (see
             :class:`PostgresDatabase`).
         ValueError: If the table holds vectors of another size than the model's
-            (for embeddings built on first use, raised by their first use instead).
+            (for embeddings built on first use, raised by each use of the store instead).
     """
     from langchain_postgres import PGEngine, PGVectorStore
 
@@ -540,7 +540,7 @@ def open_postgres_store(
             raise ValueError(dimension_mismatch(holder, made, probed))
     else:
         database.migrate(f"memories:{collection}", _memories_steps(collection, held))
-        check_dimension(embeddings, held, holder)
+        embeddings = checked_embeddings(embeddings, held, holder)
     _write_text_index_directly(database, collection)
     with database.transaction() as conn:
         conn.execute("SET LOCAL statement_timeout = 0")  # a rebuild reads the whole table

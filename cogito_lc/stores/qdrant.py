@@ -32,7 +32,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc.stores._dimension import check_dimension, probe_dimension
+from cogito_lc.stores._dimension import checked_embeddings, probe_dimension
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
 from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest, prepare
 from cogito_lc.stores.base import (
@@ -290,8 +290,8 @@ def open_qdrant_store(
     return qdrant_store_class()(  # type: ignore[call-arg]
         client=client,
         collection_name=collection,
-        embedding=embeddings,
-        validate_collection_config=not checked_later,  # it embeds a probe
+        embedding=checked_later or embeddings,
+        validate_collection_config=checked_later is None,  # it embeds a probe
     )
 
 
@@ -347,15 +347,17 @@ def _close(client: weakref.ref[_LockedClient]) -> None:
         held.close()
 
 
-def _ensure_collection(client: QdrantClient, collection: str, embeddings: Embeddings) -> bool:
-    """Create the collection if needed; True when its check against the model waits for its use.
+def _ensure_collection(
+    client: QdrantClient, collection: str, embeddings: Embeddings
+) -> Embeddings | None:
+    """Create the collection if needed; the store's embeddings when they check it on first use.
 
     An existing collection of one unnamed cosine vector, the kind made here, is
-    checked against a model built on first use when that model is built.
+    checked against a model built on first use when the store first uses it.
     """
     from qdrant_client import models
 
-    checked_later = False
+    checked_later = None
     if not client.collection_exists(collection):
         size = probe_dimension(embeddings)
         try:
@@ -386,14 +388,18 @@ def _highest_seq(client: QdrantClient, collection: str) -> int:
     return int((points[0].payload or {}).get(SEQ_KEY, 0)) if points else 0
 
 
-def _check_dimension(client: QdrantClient, collection: str, embeddings: Embeddings) -> bool:
-    """Check the model's dimension against the collection's; True when it waits for the model."""
+def _check_dimension(
+    client: QdrantClient, collection: str, embeddings: Embeddings
+) -> Embeddings | None:
+    """Check the model's dimension against the collection's: now, or by the embeddings returned."""
     from qdrant_client import models
 
     vectors = client.get_collection(collection).config.params.vectors
     if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
-        return False  # not made here: langchain-qdrant checks it, with the model
-    return check_dimension(embeddings, vectors.size, f"the Qdrant collection {collection!r}")
+        return None  # not made here: langchain-qdrant checks it, with the model
+    holder = f"the Qdrant collection {collection!r}"
+    checked = checked_embeddings(embeddings, vectors.size, holder)
+    return None if checked is embeddings else checked
 
 
 def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:

@@ -328,6 +328,8 @@ def test_a_lazy_model_is_checked_against_an_existing_table_on_first_use(
     assert not wrong.loaded
     with pytest.raises(ValueError, match="size 8, but the embedding model gives 12"):
         misfit.store("never stored")
+    with pytest.raises(ValueError, match="size 8, but the embedding model gives 12"):
+        misfit.search("kept")  # and at every later use
     assert reopened.count() == 1
 
     with pytest.raises(ValueError, match="size 8, but the embedding model gives 12"):

@@ -121,28 +121,73 @@ def _size_is(size: int, seen: list[int]) -> Callable[[Embeddings], None]:
     return check
 
 
-def test_checks_run_on_the_built_model_before_its_first_use() -> None:
-    factory, seen = CountingFactory(), []
-    lazy = LazyEmbeddings(factory)
-    lazy.check_when_built(_size_is(8, seen))
-    assert (factory.calls, seen) == (0, [])
-    assert len(lazy.embed_query("a")) == 8
-    assert (factory.calls, seen) == (1, [8])
-    lazy.embed_query("b")
-    assert seen == [8]  # once, at the build
-    lazy.check_when_built(_size_is(8, seen))  # built already: runs now
-    assert seen == [8, 8]
+def _sixteen(model: Embeddings) -> None:
+    if len(model.embed_query("probe")) != 16:
+        msg = "wrong size"
+        raise ValueError(msg)
 
 
-def test_a_failing_check_refuses_every_use_without_building_again() -> None:
+def test_a_checked_view_checks_the_shared_model_before_its_first_use() -> None:
     factory, seen = CountingFactory(), []
-    lazy = LazyEmbeddings(factory)
-    lazy.check_when_built(_size_is(16, seen))
-    for _ in range(2):
-        with pytest.raises(ValueError, match="wrong size 8"):
-            lazy.embed_documents(["a"])
-        assert not lazy.loaded
+    shared = LazyEmbeddings(factory)
+    view = shared.checked(_size_is(8, seen))
+    assert (factory.calls, seen, shared.loaded, view.loaded) == (0, [], False, False)
+    assert len(view.embed_query("a")) == 8
     assert (factory.calls, seen) == (1, [8])
+    view.embed_documents(["b"])
+    assert seen == [8]  # once, at its first use
+    assert view.embeddings is shared.embeddings  # one model for both
+
+
+def test_a_failing_check_fails_each_use_of_its_view_only() -> None:
+    factory, seen = CountingFactory(), []
+    shared = LazyEmbeddings(factory)
+    misfit = shared.checked(_size_is(16, seen))
+    fits = shared.checked(_size_is(8, seen))
+    errors = []
+    for _ in range(3):
+        with pytest.raises(ValueError, match="wrong size 8") as caught:
+            misfit.embed_documents(["a"])
+        errors.append(caught.value)
+    assert not misfit.loaded
+    assert len({id(error) for error in errors}) == 3  # a new error each time
+    assert len(_frames(errors[2])) == len(_frames(errors[0]))  # no traceback piles up
+    assert len(fits.embed_query("b")) == 8  # the model serves a store it fits
+    assert len(shared.embed_query("c")) == 8
+    assert factory.calls == 1  # built once, never again
+
+
+def _frames(error: BaseException) -> list[object]:
+    frames, traceback = [], error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    return frames
+
+
+def test_a_check_that_failed_on_a_passing_fault_passes_on_the_next_use() -> None:
+    answers = iter([ConnectionError("the model server is not up yet")])
+
+    def check(model: Embeddings) -> None:
+        error = next(answers, None)
+        if error is not None:
+            raise error
+
+    view = LazyEmbeddings(CountingFactory()).checked(check)
+    with pytest.raises(ConnectionError):
+        view.embed_query("a")
+    assert len(view.embed_query("a")) == 8
+
+
+def test_a_copy_of_a_checked_view_keeps_its_check() -> None:
+    import copy
+    import pickle
+
+    shared = LazyEmbeddings(partial(DeterministicFakeEmbedding, size=8))
+    view = shared.checked(_sixteen)
+    for duplicate in (copy.deepcopy(view), pickle.loads(pickle.dumps(view))):  # noqa: S301
+        with pytest.raises(ValueError, match="wrong size"):
+            duplicate.embed_query("a")
 
 
 def test_the_inline_methods_a_postgres_store_looks_for_do_not_build_it() -> None:

@@ -166,6 +166,12 @@ def test_a_lazy_model_is_checked_against_an_existing_collection_on_first_use(
     with pytest.raises(ValueError, match="size 16"):
         misfit.add_texts(["never stored"], ids=["m2"])
     assert adapter.get(["m2"]) == []
+    # The same model serves a new collection, as the error advises, in the same process.
+    small = open_qdrant_store(wrong, client=client, collection="small")
+    small.add_texts(["kept here"], ids=["s1"])
+    assert [doc.id for doc in small.similarity_search("kept here", k=1)] == ["s1"]
+    with pytest.raises(ValueError, match="size 16"):
+        misfit.similarity_search("billing port", k=1)
 
     fresh = LazyEmbeddings(lambda: EMBEDDINGS)
     open_qdrant_store(fresh, client=client, collection="new_one")
