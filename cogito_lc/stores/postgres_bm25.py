@@ -151,7 +151,7 @@ def drop_bm25_statements(table: str) -> list[str]:
 
 
 def check_bm25_statistics(conn: Any, table: str) -> bool:
-    """Compare the counters of ``table`` with its rows; rebuild them when out of step.
+    """Compare the counters of ``table`` with its rows, scope by scope; rebuild them when out of step.
 
     Writes wait for the rebuild (the table is locked against them meanwhile), so
     the counters it writes are exact.
@@ -170,15 +170,16 @@ def check_bm25_statistics(conn: Any, table: str) -> bool:
 
 
 def _in_step(conn: Any, table: str) -> bool:
+    """Whether every scope's counters equal its rows' count and total length."""
     stats = f'"{stats_table(table)}"'
     row = conn.execute(
-        f'SELECT (SELECT count(*) FROM "{table}"), '
-        f'(SELECT coalesce(sum(lexical_length), 0) FROM "{table}"), '
-        f"(SELECT coalesce(sum(rows), 0) FROM {stats}), "
-        f"(SELECT coalesce(sum(tokens), 0) FROM {stats}), "
-        f"(SELECT count(*) FROM {stats} WHERE rows < 0 OR tokens < 0)"
+        f"SELECT EXISTS (SELECT 1 FROM (SELECT {_SCOPE_KEY} AS scope, count(*) AS rows, "
+        f'coalesce(sum(lexical_length), 0) AS tokens FROM "{table}" GROUP BY {_SCOPE_COLUMNS}) '
+        f"AS r FULL JOIN {stats} AS s USING (scope) "
+        "WHERE coalesce(r.rows, 0) <> coalesce(s.rows, 0) "
+        "OR coalesce(r.tokens, 0) <> coalesce(s.tokens, 0))"
     ).fetchone()
-    return bool(row) and row[0] == row[2] and row[1] == row[3] and row[4] == 0
+    return bool(row) and not row[0]
 
 
 def scope_part(where: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -191,6 +191,22 @@ def test_counters_out_of_step_are_rebuilt_at_start_up(
     assert "BM25 statistics" not in caplog.text
 
 
+def test_counters_wrong_in_one_scope_only_are_rebuilt_at_start_up(
+    pg_url: str, pg_collection: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _filled(pg_url, pg_collection)
+    with psycopg.connect(pg_url) as conn:  # moved with the triggers off: the totals still agree
+        conn.execute("SET session_replication_role = replica")
+        conn.execute(
+            f"UPDATE \"{pg_collection}\" SET user_id = 'b' WHERE content LIKE 'Deploys%'"  # noqa: S608
+        )
+    assert _counters(pg_url, pg_collection) != _recounted(pg_url, pg_collection)
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.stores.postgres_bm25"):
+        _memory(pg_url, pg_collection)
+    assert "rebuilt" in caplog.text
+    assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
+
+
 def test_a_table_of_schema_version_1_gains_the_statistics(pg_url: str, pg_collection: str) -> None:
     database = PostgresDatabase(pg_url)
     try:
