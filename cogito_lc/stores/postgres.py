@@ -58,6 +58,7 @@ from cogito_lc.stores.postgres_bm25 import (
     check_bm25_statistics,
     scope_part,
     stats_table,
+    words_step,
 )
 
 __all__ = [
@@ -79,8 +80,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-"""The version of the memories table layout this package creates and reads (2: BM25 statistics)."""
+SCHEMA_VERSION = 3
+"""The version of the memories table layout this package creates and reads (2: BM25 statistics;
+3: the text indexed as ``lexical_terms`` splits it)."""
 
 COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
 """Metadata keys held in their own text columns (the scope keys are indexed)."""
@@ -445,7 +447,7 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
         *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
     ]
-    return [";\n".join([create, *indexes]), *bm25_steps(table)]
+    return [";\n".join([create, *indexes]), *bm25_steps(table), words_step(table)]
 
 
 def _held_dimension(database: PostgresDatabase, table: str) -> int | None:

@@ -3,11 +3,15 @@
 BM25 weighs each query term by its inverse document frequency, which needs the
 number of documents and their total length in the corpus searched (here: a
 scope), and normalises by each document's length. A memories table made by
-:func:`~cogito_lc.stores.postgres.open_postgres_store` (schema version 2) holds:
+:func:`~cogito_lc.stores.postgres.open_postgres_store` (schema version 3) holds:
 
-- ``lexical_length``: each row's length in lexical terms (words of two
-  characters or more, stop words left out, as every cogito-lc lexical index
-  counts them), a generated column;
+- ``content_tsv``: each row's words as :func:`~cogito_lc.stores.lexical_terms`
+  splits a query (lower-cased runs of two word characters or more), with their
+  positions, a generated column. Postgres's text-search parser is not used: it
+  keeps an e-mail address, a path, a version or ``billing-port`` as one token
+  and splits ``foo_bar``, where the query and every other cogito-lc index do not;
+- ``lexical_length``: each row's length in lexical terms (the same words, stop
+  words left out, as every cogito-lc lexical index counts them), a generated column;
 - ``<table>_bm25``: one counter row per scope (``user_id``, ``agent_id``,
   ``run_id``) with its row count and total length, kept by statement-level
   triggers in the transaction of every insert, delete and update, whatever
@@ -38,6 +42,7 @@ __all__ = [
     "drop_bm25_statements",
     "scope_part",
     "stats_table",
+    "words_step",
 ]
 
 logger = logging.getLogger(__name__)
@@ -104,6 +109,54 @@ def _rebuild(table: str) -> str:
     )
 
 
+_WORD_MATCHES = r"regexp_matches(lower($1), '\w\w+', 'g') WITH ORDINALITY AS t(m, n)"
+"""Each word of the text, in order: the runs ``lexical_terms`` finds (``\\w\\w+``, lower-cased)."""
+
+
+def _words_functions() -> str:
+    quote = "''''"  # one quote, as an SQL literal
+    return f"""
+        CREATE OR REPLACE FUNCTION cogito_lexical_tsvector(text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+            SELECT coalesce(
+                string_agg({quote} || t.m[1] || {quote} || ':' || least(t.n, 16383), ' ')
+                    ::tsvector,
+                ''::tsvector)
+            FROM {_WORD_MATCHES} WHERE octet_length(t.m[1]) < 2048
+        $fn$;
+        CREATE OR REPLACE FUNCTION cogito_lexical_count(text) RETURNS integer
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+            SELECT count(*)::integer FROM {_WORD_MATCHES}
+            WHERE t.m[1] <> ALL ({_stop_words_sql()})
+        $fn$"""
+
+
+def words_step(table: str) -> str:
+    """The schema step that indexes ``table``'s text as ``lexical_terms`` splits it.
+
+    Replaces the ``tsvector`` and length columns of schema version 2, made by
+    Postgres's parser (a table rewrite and a text index build, once), and
+    recounts the BM25 counters. Each word goes into the ``tsvector`` quoted, so
+    no parser runs; one longer than the 2,047 bytes a ``tsvector`` holds is left
+    out, as the parser leaves it out.
+    """
+    name = f'"{table}"'
+    return ";\n".join(
+        [
+            _words_functions(),
+            f"ALTER TABLE {name} DROP COLUMN IF EXISTS lexical_length, "
+            "DROP COLUMN IF EXISTS content_tsv, "
+            "ADD COLUMN content_tsv tsvector "
+            "GENERATED ALWAYS AS (cogito_lexical_tsvector(content)) STORED, "
+            "ADD COLUMN lexical_length integer "
+            "GENERATED ALWAYS AS (cogito_lexical_count(content)) STORED",
+            f'CREATE INDEX IF NOT EXISTS "{table}_content_tsv" ON {name} '
+            "USING gin (content_tsv) WITH (fastupdate = off)",
+            _rebuild(table),
+        ]
+    )
+
+
 def bm25_steps(table: str) -> list[str]:
     """The schema step that adds the BM25 statistics to the memories table ``table``.
 
@@ -151,7 +204,7 @@ def drop_bm25_statements(table: str) -> list[str]:
 
 
 def check_bm25_statistics(conn: Any, table: str) -> bool:
-    """Compare the counters of ``table`` with its rows, scope by scope; rebuild them when out of step.
+    """Compare the counters of ``table`` with its rows, scope by scope; rebuild any out of step.
 
     Writes wait for the rebuild (the table is locked against them meanwhile), so
     the counters it writes are exact.

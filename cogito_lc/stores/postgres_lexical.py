@@ -82,7 +82,7 @@ _WEIGHTS = (
     "FROM {stats} WHERE {scope}) "
     "SELECT s.rows, s.tokens, ARRAY(SELECT CASE WHEN s.rows = 0 OR t.share * s.rows > %s "
     "THEN NULL ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} AS m "
-    "WHERE content_tsv @@ to_tsquery('simple', t.query) AND {scope} LIMIT %s) AS c) END "
+    "WHERE content_tsv @@ t.query::tsquery AND {scope} LIMIT %s) AS c) END "
     "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS t(query, share, n) "
     "ORDER BY t.n) FROM s"
 )
@@ -95,15 +95,16 @@ class PostgresLexicalIndex:
 
     The table made by :meth:`MemoryStore.from_database_url
     <cogito_lc.MemoryStore.from_database_url>` has a generated ``tsvector``
-    column (``to_tsvector('simple', content)``) with a GIN index, each row's
+    column of its words as :func:`~cogito_lc.stores.lexical_terms` splits text
+    (no text-search parser), with a GIN index, each row's
     length in lexical terms, and per-scope counters of rows and lengths kept by
     triggers in the same transaction as every write (:mod:`cogito_lc.stores.postgres_bm25`).
     So the index is the table: every committed write is searchable at once by
     every replica, and :meth:`upsert`, :meth:`delete`, :meth:`reindex` and
     :meth:`mark_pending` have nothing to do. A query is turned into its
     :func:`~cogito_lc.stores.lexical_terms`, each term quoted and joined with
-    OR, so no text reaches the tsquery parser as syntax and any text is a valid
-    query.
+    OR into a ``tsquery`` (no parser runs: a term is matched as the row's words
+    were split), so no text is read as query syntax and any text is a valid query.
 
     Ranked by BM25 as SQLite FTS5's ``bm25()`` ranks (k1 1.2, b 0.75, the same
     idf), in SQL. The corpus statistics are those of the scope: the scope keys
@@ -504,7 +505,7 @@ class _Branches:
 
     def add(self, holding: str, limit: int, *, without: str | None = None) -> None:
         """The rows matching the tsquery ``holding`` and not ``without``, at most ``limit``."""
-        test = "content_tsv @@ to_tsquery('simple', %s)"
+        test = "content_tsv @@ %s::tsquery"
         excluded = f" AND NOT {test}" if without else ""
         self.parts.append(f"({self.select}{test}{excluded} AND {self.sql} LIMIT %s)")
         self.values += [holding, *([without] if without else []), *self.params, limit]

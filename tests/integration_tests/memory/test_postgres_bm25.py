@@ -137,6 +137,58 @@ def test_the_same_scores_as_sqlite_fts5(pg_url: str, pg_collection: str, tmp_pat
         assert postgres == sqlite, query
 
 
+CODE_NOTES = [
+    "The config lives at /etc/app/config.yaml on every host",
+    "Mail alice@example.com before the v1.2.3 release",
+    "Call foo_bar before the billing-port check",
+    "The café opens at 3.14 pm, see https://example.com/hours",
+    "An example of an example: billing reports",
+]
+CODE_QUERIES = ["config.yaml", "example", "foo_bar", "billing port", "v1", "café", "14", "hours"]
+
+
+def test_words_are_split_as_the_query_and_every_other_index_split_them(
+    pg_url: str, pg_collection: str, tmp_path: Path
+) -> None:
+    memory = _memory(pg_url, pg_collection)
+    ids = memory.scoped({"user_id": "a"}).store_many(CODE_NOTES)
+    texts = dict(zip(ids, CODE_NOTES, strict=True))
+    index = _index(memory)
+    fts = SqliteLexicalIndex(tmp_path / "fts.sqlite3")
+    fts.upsert([doc for doc_id in ids if (doc := memory.get(doc_id)) is not None])
+    for query in CODE_QUERIES:
+        expected = {t: v for t, v in _python_bm25(query, CODE_NOTES).items() if v > 0}
+        hits = index.search(query, k=10, where={"user_id": "a"})
+        assert {texts[doc.id or ""]: score for doc, score in hits} == pytest.approx(
+            expected, rel=1e-9
+        ), query
+        postgres = [(doc.id, round(score, 9)) for doc, score in index.search(query, k=10)]
+        sqlite = [(doc.id, round(score, 9)) for doc, score in fts.search(query, k=10)]
+        assert postgres == sqlite, query
+    tokens = sum(len(lexical_terms(text)) for text in CODE_NOTES)
+    assert _counters(pg_url, pg_collection) == {"a": (len(CODE_NOTES), tokens)}
+
+
+def test_a_table_of_schema_version_2_is_split_again(pg_url: str, pg_collection: str) -> None:
+    database = PostgresDatabase(pg_url)
+    try:  # the layout of the release before: Postgres's parser made the words
+        database.migrate(f"memories:{pg_collection}", _memories_steps(pg_collection, 8)[:2])
+        with database.connection() as conn:
+            conn.execute(
+                f'INSERT INTO "{pg_collection}" (id, content, embedding, user_id) '  # noqa: S608
+                "VALUES ('old', 'Mail alice@example.com about foo_bar', "
+                "array_fill(0.1, ARRAY[8])::vector, 'a')"
+            )
+    finally:
+        database.close()
+    memory = _memory(pg_url, pg_collection)
+    words = lexical_terms("Mail alice@example.com about foo_bar")
+    assert _counters(pg_url, pg_collection) == {"a": (1, len(words))}
+    for query in ["example", "foo_bar"]:
+        [(doc, score)] = _index(memory).search(query, k=3, where={"user_id": "a"})
+        assert (doc.id, score > 0) == ("old", True), query
+
+
 def _counters(pg_url: str, collection: str) -> dict[str | None, tuple[int, int]]:
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute(

@@ -21,6 +21,7 @@ from cogito_lc import MemoryStore
 from cogito_lc.retrievers import RecallB, recall_b
 from cogito_lc.stores import PostgresLexicalIndex, StoredVectors, postgres_lexical
 from cogito_lc.stores.postgres import (
+    SCHEMA_VERSION,
     DatabaseSetupError,
     PostgresAdapter,
     PostgresDatabase,
@@ -301,7 +302,7 @@ def test_schema_is_versioned_and_created_once(pg_url: str, pg_collection: str) -
                 "SELECT indexdef FROM pg_indexes WHERE tablename = %s", (pg_collection,)
             )
         }
-    assert row == (2,)
+    assert row == (SCHEMA_VERSION,)
     assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes)
     assert any("gin" in d and "content_tsv" in d and "fastupdate=off" in d for d in indexes)
     assert any("(user_id)" in d for d in indexes)
