@@ -58,7 +58,6 @@ from cogito_lc.stores.postgres_bm25 import (
     check_bm25_statistics,
     scope_part,
     stats_table,
-    words_step,
 )
 
 __all__ = [
@@ -447,7 +446,7 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
         *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
     ]
-    return [";\n".join([create, *indexes]), *bm25_steps(table), words_step(table)]
+    return [";\n".join([create, *indexes]), *bm25_steps(table)]
 
 
 def _held_dimension(database: PostgresDatabase, table: str) -> int | None:

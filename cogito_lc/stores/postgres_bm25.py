@@ -42,7 +42,6 @@ __all__ = [
     "drop_bm25_statements",
     "scope_part",
     "stats_table",
-    "words_step",
 ]
 
 logger = logging.getLogger(__name__)
@@ -131,14 +130,29 @@ def _words_functions() -> str:
         $fn$"""
 
 
-def words_step(table: str) -> str:
+def _cleared_on_truncate(table: str) -> str:
+    """A trigger emptying the counters when ``table`` is truncated (no row trigger fires)."""
+    stats = f'"{stats_table(table)}"'
+    return f"""
+        CREATE OR REPLACE FUNCTION "{table}_bm25_clear"() RETURNS trigger
+        LANGUAGE plpgsql AS $fn$
+        BEGIN
+            DELETE FROM {stats};
+            RETURN NULL;
+        END
+        $fn$;
+        CREATE TRIGGER "{table}_bm25_truncate" AFTER TRUNCATE ON "{table}"
+        FOR EACH STATEMENT EXECUTE FUNCTION "{table}_bm25_clear"()"""
+
+
+def _words_step(table: str) -> str:
     """The schema step that indexes ``table``'s text as ``lexical_terms`` splits it.
 
     Replaces the ``tsvector`` and length columns of schema version 2, made by
     Postgres's parser (a table rewrite and a text index build, once), and
     recounts the BM25 counters. Each word goes into the ``tsvector`` quoted, so
     no parser runs; one longer than the 2,047 bytes a ``tsvector`` holds is left
-    out, as the parser leaves it out.
+    out, as the parser leaves it out. A ``TRUNCATE`` now empties the counters too.
     """
     name = f'"{table}"'
     return ";\n".join(
@@ -152,16 +166,18 @@ def words_step(table: str) -> str:
             "GENERATED ALWAYS AS (cogito_lexical_count(content)) STORED",
             f'CREATE INDEX IF NOT EXISTS "{table}_content_tsv" ON {name} '
             "USING gin (content_tsv) WITH (fastupdate = off)",
+            _cleared_on_truncate(table),
             _rebuild(table),
         ]
     )
 
 
 def bm25_steps(table: str) -> list[str]:
-    """The schema step that adds the BM25 statistics to the memories table ``table``.
+    """The schema steps that add the BM25 statistics to the memories table ``table``.
 
-    Adds the ``lexical_length`` column (a table rewrite, once), the counter
-    table, its triggers, and fills the counters from the rows already there.
+    The first adds the ``lexical_length`` column (a table rewrite, once), the
+    counter table, its triggers, and fills the counters from the rows already
+    there; the second splits the words again (see :func:`_words_step`).
     """
     name = f'"{table}"'
     stats = f'"{stats_table(table)}"'
@@ -192,7 +208,7 @@ def bm25_steps(table: str) -> list[str]:
         *triggers,
         _rebuild(table),
     ]
-    return [";\n".join(step)]
+    return [";\n".join(step), _words_step(table)]
 
 
 def drop_bm25_statements(table: str) -> list[str]:
@@ -200,6 +216,7 @@ def drop_bm25_statements(table: str) -> list[str]:
     return [
         f'DROP TABLE IF EXISTS "{stats_table(table)}"',
         f'DROP FUNCTION IF EXISTS "{table}_bm25_sync"()',
+        f'DROP FUNCTION IF EXISTS "{table}_bm25_clear"() CASCADE',
     ]
 
 

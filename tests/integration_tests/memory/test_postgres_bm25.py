@@ -169,6 +169,16 @@ def test_words_are_split_as_the_query_and_every_other_index_split_them(
     assert _counters(pg_url, pg_collection) == {"a": (len(CODE_NOTES), tokens)}
 
 
+def test_a_truncate_empties_the_counters(pg_url: str, pg_collection: str) -> None:
+    memory, _ = _filled(pg_url, pg_collection)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'TRUNCATE "{pg_collection}"')
+    assert _counters(pg_url, pg_collection) == {}
+    assert _index(memory).search("bastion keys", k=3, where={"user_id": "b"}) == []
+    memory.scoped({"user_id": "b"}).store("The bastion host rotates its keys weekly")
+    assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
+
+
 def test_a_table_of_schema_version_2_is_split_again(pg_url: str, pg_collection: str) -> None:
     database = PostgresDatabase(pg_url)
     try:  # the layout of the release before: Postgres's parser made the words
