@@ -84,6 +84,8 @@ def _comparison(field: str | None, key: str, condition: Any) -> tuple[Any, bool]
     op, operand, values = split_values(key, condition, _OPERATORS)
     if field is None:
         return None, False  # a key no payload path can name: checked in code
+    if any(_past_float(value) for value in [operand, *values]):
+        return None, False  # Qdrant compares numbers as floats: checked in code
     if op == "$eq":
         return _equal(field, operand), True
     if op == "$ne":
@@ -94,6 +96,15 @@ def _comparison(field: str | None, key: str, condition: Any) -> tuple[Any, bool]
     if isinstance(operand, str):
         return None, False  # an order on strings: checked in code
     return _ordered(field, _RANGES[op], float(operand)), True
+
+
+_EXACT_FLOAT_INTS = 2**53
+"""Integers past this size have no float of their own: 2**53 + 1 becomes 2**53."""
+
+
+def _past_float(value: Any) -> bool:
+    """Whether ``value`` is an integer a float cannot hold exactly."""
+    return isinstance(value, int) and abs(value) > _EXACT_FLOAT_INTS
 
 
 def _equal(field: str, value: Any) -> Any:

@@ -70,7 +70,13 @@ def local_nearest(
     if arrays is None:
         return None
     matrix, alive, ids = arrays
-    scores = similarities(unit_rows(np.asarray(queries)), matrix)
+    if not len(queries):
+        return []
+    vectors = np.asarray(queries, dtype=np.float32)
+    if np.isnan(vectors).any():
+        msg = "a query vector holds NaN: the embedding model gave no usable vector."
+        raise ValueError(msg)
+    scores = similarities(unit_rows(vectors), matrix)
     scores[:, ~alive] = -np.inf
     return [_top(row, k, ids) for row, k in zip(scores, ks, strict=True)]
 
@@ -224,6 +230,9 @@ def _top(row: npt.NDArray[Any], k: int, ids: list[Any]) -> Ranked:
     take = min(k, live)
     if take <= 0:
         return []
-    candidates = np.argpartition(-row, take - 1)[:take] if take < len(row) else np.arange(len(row))
-    order = candidates[np.lexsort((candidates, -row[candidates]))][:take]
+    if take < len(row):  # every point tied with the last one taken, so ties break below
+        candidates = np.flatnonzero(row >= np.partition(row, len(row) - take)[len(row) - take])
+    else:
+        candidates = np.arange(len(row))
+    order = candidates[np.lexsort((-candidates, -row[candidates]))][:take]  # ties: newest first
     return [(ids[i], float(row[i])) for i in order]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections.abc import Iterator
@@ -342,6 +343,57 @@ def test_unfiltered_local_searches_rank_as_qdrant_does(ranked_on: list[int]) -> 
     assert all(doc.page_content == f"memory number {doc.id[1:]}" for doc in docs)  # type: ignore[index]
     on_numpy = sys.modules.get("torch") is None
     assert ranked_on == ([5, 1] if on_numpy else [])
+
+
+def test_tied_points_come_newest_first_and_a_smaller_k_is_a_prefix(
+    ranked_on: list[int],
+) -> None:
+    from cogito_lc.stores._qdrant_local import local_nearest
+
+    store = open_qdrant_store(EMBEDDINGS)
+    texts = [f"memory number {i}" for i in range(100)] + ["the same words"] * 40
+    ids = [f"m{i}" for i in range(len(texts))]
+    store.add_texts(texts, ids=ids)
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    query = EMBEDDINGS.embed_query("the same words")
+    ks = [3, 5, 10, 45]
+    ranked = local_nearest(client, collection, "", [query] * len(ks), ks)
+    assert ranked is not None
+    newest = [point_id(doc_id) for doc_id in reversed(ids[100:])]
+    for run, k in zip(ranked, ks, strict=True):
+        expected = _library_ranking(client, collection, query, k)  # ties in no set order
+        assert [score for _, score in run] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert [point for point, _ in run][:40] == newest[:k]
+    assert all(run[: len(shorter)] == shorter for shorter, run in itertools.pairwise(ranked))
+
+
+def test_an_empty_batch_finds_nothing_and_a_nan_query_is_an_error() -> None:
+    from cogito_lc.stores._qdrant_local import local_nearest
+
+    store = open_qdrant_store(EMBEDDINGS)
+    store.add_texts(["one memory"], ids=["m1"])
+    client, collection = store.client, store.collection_name  # type: ignore[attr-defined]
+    assert local_nearest(client, collection, "", [], []) == []
+    with pytest.raises(ValueError, match="NaN"):
+        local_nearest(client, collection, "", [[float("nan")] * 16], [1])
+
+
+@pytest.mark.parametrize("where", [{"account": 2**53 + 1}, {"account": {"$in": [2**53 + 1]}}])
+def test_integers_past_a_floats_precision_are_matched_exactly(where: dict[str, Any]) -> None:
+    store = open_qdrant_store(EMBEDDINGS)
+    store.add_texts(
+        ["alice's account", "bob's account"],
+        [{"account": 2**53 + 1}, {"account": 2**53}],
+        ids=["alice", "bob"],
+    )
+    adapter = adapter_for(store)
+    assert adapter.ids_in(where) == ["alice"]
+    assert adapter.count(where) == 1
+    assert [doc.id for doc in adapter.page(where, 10, 0)] == ["alice"]
+    vector = EMBEDDINGS.embed_query("account")
+    [(docs, _)] = adapter.search_by_vectors(["account"], [vector], [2], {"filter": where})
+    assert [doc.id for doc in docs] == ["alice"]
+    assert set(adapter.ids_in({"account": {"$ne": 2**53 + 1}})) == {"bob"}
 
 
 @pytest.mark.parametrize(
