@@ -82,10 +82,10 @@ def _comparison(field: str | None, key: str, condition: Any) -> tuple[Any, bool]
     from qdrant_client import models
 
     op, operand, values = split_values(key, condition, _OPERATORS)
-    if field is None:
-        return None, False  # a key no payload path can name: checked in code
-    if any(_past_float(value) for value in [operand, *values]):
-        return None, False  # Qdrant compares numbers as floats: checked in code
+    # Checked in code: a key no payload path can name, or an integer Qdrant's float
+    # comparison would round.
+    if field is None or any(_past_float(value) for value in [operand, *values]):
+        return None, False
     if op == "$eq":
         return _equal(field, operand), True
     if op == "$ne":
