@@ -179,18 +179,24 @@ def test_a_truncate_empties_the_counters(pg_url: str, pg_collection: str) -> Non
     assert _counters(pg_url, pg_collection) == _recounted(pg_url, pg_collection)
 
 
-def test_a_table_of_schema_version_2_is_split_again(pg_url: str, pg_collection: str) -> None:
+def _table_at_version(pg_url: str, collection: str, version: int, text: str) -> None:
+    """A memories table of an earlier schema ``version`` holding ``text`` as id "old"."""
     database = PostgresDatabase(pg_url)
-    try:  # the layout of the release before: Postgres's parser made the words
-        database.migrate(f"memories:{pg_collection}", _memories_steps(pg_collection, 8)[:2])
+    try:
+        database.migrate(f"memories:{collection}", _memories_steps(collection, 8)[:version])
         with database.connection() as conn:
             conn.execute(
-                f'INSERT INTO "{pg_collection}" (id, content, embedding, user_id) '  # noqa: S608
-                "VALUES ('old', 'Mail alice@example.com about foo_bar', "
-                "array_fill(0.1, ARRAY[8])::vector, 'a')"
+                f'INSERT INTO "{collection}" (id, content, embedding, user_id) '  # noqa: S608
+                "VALUES ('old', %s, array_fill(0.1, ARRAY[8])::vector, 'a')",
+                (text,),
             )
     finally:
         database.close()
+
+
+def test_a_table_of_schema_version_2_is_split_again(pg_url: str, pg_collection: str) -> None:
+    # Version 2: Postgres's parser made the words.
+    _table_at_version(pg_url, pg_collection, 2, "Mail alice@example.com about foo_bar")
     memory = _memory(pg_url, pg_collection)
     words = lexical_terms("Mail alice@example.com about foo_bar")
     assert _counters(pg_url, pg_collection) == {"a": (1, len(words))}
@@ -270,17 +276,7 @@ def test_counters_wrong_in_one_scope_only_are_rebuilt_at_start_up(
 
 
 def test_a_table_of_schema_version_1_gains_the_statistics(pg_url: str, pg_collection: str) -> None:
-    database = PostgresDatabase(pg_url)
-    try:
-        database.migrate(f"memories:{pg_collection}", _memories_steps(pg_collection, 8)[:1])
-        with database.connection() as conn:
-            conn.execute(
-                f'INSERT INTO "{pg_collection}" (id, content, embedding, user_id) '  # noqa: S608
-                "VALUES ('old', 'written before the upgrade about the gateway', "
-                "array_fill(0.1, ARRAY[8])::vector, 'a')"
-            )
-    finally:
-        database.close()
+    _table_at_version(pg_url, pg_collection, 1, "written before the upgrade about the gateway")
     memory = _memory(pg_url, pg_collection)
     assert _counters(pg_url, pg_collection) == {"a": (1, 5)}
     [(doc, score)] = _index(memory).search("gateway upgrade", k=3, where={"user_id": "a"})
