@@ -58,6 +58,7 @@ from cogito_lc.stores.postgres_bm25 import (
     check_bm25_statistics,
     scope_part,
     stats_table,
+    text_index_statement,
 )
 
 __all__ = [
@@ -441,8 +442,7 @@ def _memories_steps(table: str, dimension: int) -> list[str]:
     indexes = [
         f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {name} "
         "USING hnsw (embedding vector_cosine_ops)",
-        f"CREATE INDEX IF NOT EXISTS {table}_content_tsv ON {name} USING gin (content_tsv) "
-        "WITH (fastupdate = off)",
+        text_index_statement(table),
         f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (seq)",
         *(f'CREATE INDEX IF NOT EXISTS {table}_{key} ON {name} ("{key}")' for key in SCOPE_KEYS),
     ]

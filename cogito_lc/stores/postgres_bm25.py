@@ -42,6 +42,7 @@ __all__ = [
     "drop_bm25_statements",
     "scope_part",
     "stats_table",
+    "text_index_statement",
 ]
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,14 @@ def _words_functions() -> str:
         $fn$"""
 
 
+def text_index_statement(table: str) -> str:
+    """The GIN index of ``table``'s ``tsvector`` column, with no pending list."""
+    return (
+        f'CREATE INDEX IF NOT EXISTS "{table}_content_tsv" ON "{table}" '
+        "USING gin (content_tsv) WITH (fastupdate = off)"
+    )
+
+
 def _cleared_on_truncate(table: str) -> str:
     """A trigger emptying the counters when ``table`` is truncated (no row trigger fires)."""
     stats = f'"{stats_table(table)}"'
@@ -164,8 +173,7 @@ def _words_step(table: str) -> str:
             "GENERATED ALWAYS AS (cogito_lexical_tsvector(content)) STORED, "
             "ADD COLUMN lexical_length integer "
             "GENERATED ALWAYS AS (cogito_lexical_count(content)) STORED",
-            f'CREATE INDEX IF NOT EXISTS "{table}_content_tsv" ON {name} '
-            "USING gin (content_tsv) WITH (fastupdate = off)",
+            text_index_statement(table),
             _cleared_on_truncate(table),
             _rebuild(table),
         ]

@@ -286,12 +286,13 @@ def open_qdrant_store(
         raise ValueError(msg)
     if client is None:
         client = _client(path, url, api_key)
-    checked_later = _ensure_collection(client, collection, embeddings)
+    store_embeddings = _ensure_collection(client, collection, embeddings)
     return qdrant_store_class()(  # type: ignore[call-arg]
         client=client,
         collection_name=collection,
-        embedding=checked_later or embeddings,
-        validate_collection_config=checked_later is None,  # it embeds a probe
+        embedding=store_embeddings,
+        # langchain-qdrant's own check embeds a probe: skipped when ours waits for first use
+        validate_collection_config=store_embeddings is embeddings,
     )
 
 
@@ -347,17 +348,15 @@ def _close(client: weakref.ref[_LockedClient]) -> None:
         held.close()
 
 
-def _ensure_collection(
-    client: QdrantClient, collection: str, embeddings: Embeddings
-) -> Embeddings | None:
-    """Create the collection if needed; the store's embeddings when they check it on first use.
+def _ensure_collection(client: QdrantClient, collection: str, embeddings: Embeddings) -> Embeddings:
+    """Create the collection if needed; the embeddings the store should use.
 
     An existing collection of one unnamed cosine vector, the kind made here, is
     checked against a model built on first use when the store first uses it.
     """
     from qdrant_client import models
 
-    checked_later = None
+    store_embeddings = embeddings
     if not client.collection_exists(collection):
         size = probe_dimension(embeddings)
         try:
@@ -369,14 +368,14 @@ def _ensure_collection(
             if not client.collection_exists(collection):
                 raise
     else:
-        checked_later = _check_dimension(client, collection, embeddings)
+        store_embeddings = _check_dimension(client, collection, embeddings)
         _SEQUENCE.seed(_highest_seq(client, collection))
     if is_local(client):
-        return checked_later  # local mode scans its points; payload indexes do nothing there
+        return store_embeddings  # local mode scans its points; payload indexes do nothing there
     client.create_payload_index(collection, SEQ_KEY, models.PayloadSchemaType.INTEGER)
     for key in SCOPE_KEYS:
         client.create_payload_index(collection, f"metadata.{key}", models.PayloadSchemaType.KEYWORD)
-    return checked_later
+    return store_embeddings
 
 
 def _highest_seq(client: QdrantClient, collection: str) -> int:
@@ -388,18 +387,15 @@ def _highest_seq(client: QdrantClient, collection: str) -> int:
     return int((points[0].payload or {}).get(SEQ_KEY, 0)) if points else 0
 
 
-def _check_dimension(
-    client: QdrantClient, collection: str, embeddings: Embeddings
-) -> Embeddings | None:
+def _check_dimension(client: QdrantClient, collection: str, embeddings: Embeddings) -> Embeddings:
     """Check the model's dimension against the collection's: now, or by the embeddings returned."""
     from qdrant_client import models
 
     vectors = client.get_collection(collection).config.params.vectors
     if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
-        return None  # not made here: langchain-qdrant checks it, with the model
+        return embeddings  # not made here: langchain-qdrant checks it, with the model
     holder = f"the Qdrant collection {collection!r}"
-    checked = checked_embeddings(embeddings, vectors.size, holder)
-    return None if checked is embeddings else checked
+    return checked_embeddings(embeddings, vectors.size, holder)
 
 
 def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:
