@@ -80,9 +80,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the memories table layout this package creates and reads (2: BM25 statistics;
-3: the text indexed as ``lexical_terms`` splits it)."""
+3: the text indexed as ``lexical_terms`` splits it; 4: the same words under any session
+setting)."""
 
 COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
 """Metadata keys held in their own text columns (the scope keys are indexed)."""

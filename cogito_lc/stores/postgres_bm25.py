@@ -109,8 +109,13 @@ def _rebuild(table: str) -> str:
     )
 
 
-_WORD_MATCHES = r"regexp_matches(lower($1), '\w\w+', 'g') WITH ORDINALITY AS t(m, n)"
-"""Each word of the text, in order: the runs ``lexical_terms`` finds (``\\w\\w+``, lower-cased)."""
+_WORD_MATCHES = r"regexp_matches(lower($1), E'\\w\\w+', 'g') WITH ORDINALITY AS t(m, n)"
+"""Each word of the text, in order: the runs ``lexical_terms`` finds (``\\w\\w+``, lower-cased).
+
+The pattern is an escape string: a plain literal's backslashes would be read as
+escapes (``\\w`` as ``w``) by a session with ``standard_conforming_strings`` off,
+and the body of an SQL function is parsed with the settings of the session that runs it.
+"""
 
 
 def _words_functions() -> str:
@@ -185,7 +190,8 @@ def bm25_steps(table: str) -> list[str]:
 
     The first adds the ``lexical_length`` column (a table rewrite, once), the
     counter table, its triggers, and fills the counters from the rows already
-    there; the second splits the words again (see :func:`_words_step`).
+    there; the second splits the words again (see :func:`_words_step`); the
+    third makes the words functions read the same under any session setting.
     """
     name = f'"{table}"'
     stats = f'"{stats_table(table)}"'
@@ -216,7 +222,7 @@ def bm25_steps(table: str) -> list[str]:
         *triggers,
         _rebuild(table),
     ]
-    return [";\n".join(step), _words_step(table)]
+    return [";\n".join(step), _words_step(table), _words_functions()]
 
 
 def drop_bm25_statements(table: str) -> list[str]:

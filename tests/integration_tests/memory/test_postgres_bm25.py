@@ -169,6 +169,24 @@ def test_words_are_split_as_the_query_and_every_other_index_split_them(
     assert _counters(pg_url, pg_collection) == {"a": (len(CODE_NOTES), tokens)}
 
 
+def test_words_are_the_same_for_a_session_reading_backslashes_as_escapes(
+    pg_url: str, pg_collection: str
+) -> None:
+    joiner = "&" if "?" in pg_url else "?"
+    escapes_on = f"{pg_url}{joiner}options=-c%20standard_conforming_strings%3Doff"
+    memory = _memory(escapes_on, pg_collection)
+    ids = memory.scoped({"user_id": "a"}).store_many(CODE_NOTES)
+    texts = dict(zip(ids, CODE_NOTES, strict=True))
+    for query in CODE_QUERIES:
+        expected = {t: v for t, v in _python_bm25(query, CODE_NOTES).items() if v > 0}
+        hits = _index(memory).search(query, k=10, where={"user_id": "a"})
+        assert {texts[doc.id or ""]: score for doc, score in hits} == pytest.approx(
+            expected, rel=1e-9
+        ), query
+    tokens = sum(len(lexical_terms(text)) for text in CODE_NOTES)
+    assert _counters(pg_url, pg_collection) == {"a": (len(CODE_NOTES), tokens)}
+
+
 def test_a_truncate_empties_the_counters(pg_url: str, pg_collection: str) -> None:
     memory, _ = _filled(pg_url, pg_collection)
     with psycopg.connect(pg_url) as conn:
