@@ -263,7 +263,10 @@ def open_qdrant_store(
         url: A Qdrant server URL (``http://localhost:6333``).
         api_key: The server's API key, if it has one.
         collection: The collection name.
-        client: A ``QdrantClient`` made by the caller.
+        client: A ``QdrantClient`` made by the caller. In local mode the store
+            calls it one call at a time (local mode is not thread-safe), under a
+            lock every store over that client shares; calls the caller makes
+            itself from other threads are not covered.
 
     Raises:
         ValueError: If more than one of ``client``, ``url`` and ``path`` is given,
@@ -284,8 +287,7 @@ def open_qdrant_store(
     if sum(given is not None for given in (client, url, path)) > 1:
         msg = "open_qdrant_store takes one of client=, url= or path=; pass only one."
         raise ValueError(msg)
-    if client is None:
-        client = _client(path, url, api_key)
+    client = _client(path, url, api_key) if client is None else _locked(client)
     store_embeddings = _ensure_collection(client, collection, embeddings)
     return qdrant_store_class()(  # type: ignore[call-arg]
         client=client,
@@ -303,9 +305,9 @@ class _LockedClient:
     with no locks of its own: concurrent writes and reads corrupt it.
     """
 
-    def __init__(self, client: QdrantClient) -> None:
+    def __init__(self, client: QdrantClient, lock: threading.RLock | None = None) -> None:
         self._wrapped = client
-        self._lock = threading.RLock()
+        self._lock = lock or threading.RLock()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._wrapped, name)
@@ -321,6 +323,22 @@ class _LockedClient:
 
 _LOCAL_CLIENTS: dict[str, _LockedClient] = {}
 _LOCAL_CLIENTS_LOCK = threading.Lock()
+_CALLERS_LOCKS: weakref.WeakKeyDictionary[QdrantClient, threading.RLock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _locked(client: QdrantClient) -> QdrantClient:
+    """A caller's ``client`` as the stores over it call it: one call at a time if local.
+
+    Every store opened over the same local-mode client shares one lock; the
+    caller's own calls through its reference to ``client`` are not covered.
+    """
+    if isinstance(client, _LockedClient) or not is_local(client):
+        return client
+    with _LOCAL_CLIENTS_LOCK:
+        lock = _CALLERS_LOCKS.setdefault(client, threading.RLock())
+    return _LockedClient(client, lock)  # type: ignore[return-value]
 
 
 def _client(path: str | Path | None, url: str | None, api_key: str | None) -> QdrantClient:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import VectorStore
+from qdrant_client import QdrantClient
 
 from cogito_lc._core.filters import where_predicate
 from cogito_lc.stores import QdrantAdapter, adapter_for, open_qdrant_store
@@ -217,6 +218,35 @@ def test_concurrent_writers_and_readers_in_local_mode(tmp_path: Any) -> None:
     again = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")  # the same directory, same process
     assert again.client is store.client  # type: ignore[attr-defined]
     store.client.close()  # type: ignore[attr-defined]
+
+
+def test_stores_over_a_callers_local_client_call_it_one_at_a_time() -> None:
+    client = QdrantClient(location=":memory:")
+    writer = open_qdrant_store(EMBEDDINGS, client=client)
+    reader = adapter_for(open_qdrant_store(EMBEDDINGS, client=client))
+    query = EMBEDDINGS.embed_query("note")
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for i in itertools.count():
+                if done.is_set():
+                    return
+                writer.add_texts([f"note {i}"], [{"user_id": f"u{i % 3}"}], ids=[f"n{i}"])
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        for _ in range(100):
+            reader.search_by_vectors(["q"], [query], [10], {"filter": {"user_id": "u1"}})
+    finally:
+        done.set()
+        thread.join()
+    assert errors == []
+    assert reader.count() == len(reader.ids_in(None)) > 0
 
 
 def test_paging_keeps_documents_that_share_an_insertion_order() -> None:
