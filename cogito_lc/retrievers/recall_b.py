@@ -367,9 +367,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         when = None if as_of is None else check_as_of(as_of)
         return version_filter(as_of=when, include_superseded=include)
 
-    def _fetch_ks(self, decomposition: Decomposition, k: int) -> list[int]:
+    def _fetch_ks(self, decomposition: Decomposition, k: int, depth: int = 1) -> list[int]:
+        """Candidates per vector run; ``depth`` times more, up to ``_DEEPEST_FETCH``."""
         fragments = len(decomposition.queries) - 1
-        return [max(self.original_fetch_k, k)] + [self.fetch_k] * fragments
+        ks = [max(self.original_fetch_k, k)] + [self.fetch_k] * fragments
+        return [min(fetch * depth, max(fetch, _DEEPEST_FETCH)) for fetch in ks]
 
     def _translated_kwargs(self) -> dict[str, Any]:
         """``search_kwargs`` with the filter in the form the store takes."""
@@ -495,46 +497,75 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     ) -> tuple[list[Document], _search.SearchResult]:
         """Search, fuse and rank; with ``copies``, documents the cache holds are not read.
 
-        ``keep`` drops the candidates of versions this call does not return. A
-        lexical run still under way is waited for once the vector searches are done.
+        ``keep`` drops the candidates of versions this call does not return; when
+        that leaves a full vector run short, the searches run again deeper (see
+        :meth:`_depths`). A lexical run still under way is waited for once the
+        vector searches are done.
         """
         corpus_top = _corpus_documents(lexical)
         search_kwargs, post_filter = self._pushdown()
-        found = _search.search(
-            self._store,
-            decomposition.queries,
-            vectors,
-            fetch_ks=self._fetch_ks(decomposition, k),
-            search_kwargs=search_kwargs,
-            cache=self._cache,
-            copies=copies and post_filter is None,
-            within=self._small_scope(search_kwargs),
-            lexical=corpus_top,
-        )
-        hits = (lexical.result() if isinstance(lexical, Future) else lexical)[0]
-        self._settle_lexical(found, hits, post_filter, keep)
+        within = self._small_scope(search_kwargs)
+        for fetch_ks, deeper in self._depths(decomposition, k):
+            found = _search.search(
+                self._store,
+                decomposition.queries,
+                vectors,
+                fetch_ks=fetch_ks,
+                search_kwargs=search_kwargs,
+                cache=self._cache,
+                copies=copies and post_filter is None,
+                within=within,
+                lexical=corpus_top,
+            )
+            hits = (lexical.result() if isinstance(lexical, Future) else lexical)[0]
+            if not self._settle_lexical(found, hits, post_filter, keep, fetch_ks) or not deeper:
+                break
         _search.fill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
+
+    def _depths(self, decomposition: Decomposition, k: int) -> Iterator[tuple[list[int], bool]]:
+        """Each search depth's candidates per run, and whether a deeper one follows.
+
+        Versions a call does not return (superseded ones, say) are dropped after
+        the search, so many of them near the query would otherwise leave it with
+        fewer candidates than a store holding only the returned versions gives,
+        or none. Each depth asks four times more, up to ``_DEEPEST_FETCH``.
+        """
+        depth = 1
+        fetch_ks = self._fetch_ks(decomposition, k)
+        while True:
+            deeper = self._fetch_ks(decomposition, k, depth * 4)
+            yield fetch_ks, deeper != fetch_ks
+            fetch_ks, depth = deeper, depth * 4
 
     def _settle_lexical(
         self,
         found: _search.SearchResult,
         hits: _LexicalRun | None,
         post_filter: _Keep,
-        keep: _Keep = None,
-    ) -> None:
-        """Filter the pool, take the lexical run's vectors, and note a stale index."""
+        keep: _Keep,
+        fetch_ks: Sequence[int],
+    ) -> bool:
+        """Filter the pool, take the lexical run's vectors, and note a stale index.
+
+        Returns:
+            Whether the filters left a full vector run short: a deeper search finds more.
+        """
         if hits is not None:
             _search.add_vectors(found, hits.read)
-        if post_filter is not None:
-            found.keep(post_filter)
-        if keep is not None:
-            found.keep(keep)
+        full = [len(run) >= fetch for run, fetch in zip(found.vector_runs, fetch_ks, strict=False)]
+        for predicate in (post_filter, keep):
+            if predicate is not None:
+                found.keep(predicate)
         if found.lexical_stale:
             logger.debug("the corpus index is behind the store: checking it at the next search")
             self.refresh_lexical_index()
+        return any(
+            was_full and len(run) < fetch
+            for was_full, run, fetch in zip(full, found.vector_runs, fetch_ks, strict=False)
+        )
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -601,19 +632,21 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         within = await loop.run_in_executor(None, self._small_scope, search_kwargs)
-        found = await _search.asearch(
-            self._store,
-            decomposition.queries,
-            vectors,
-            fetch_ks=self._fetch_ks(decomposition, k),
-            search_kwargs=search_kwargs,
-            cache=self._cache,
-            copies=copies and post_filter is None,
-            within=within,
-            lexical=corpus_top,
-        )
-        hits = (await lexical if isinstance(lexical, asyncio.Future) else lexical)[0]
-        self._settle_lexical(found, hits, post_filter, keep)
+        for fetch_ks, deeper in self._depths(decomposition, k):
+            found = await _search.asearch(
+                self._store,
+                decomposition.queries,
+                vectors,
+                fetch_ks=fetch_ks,
+                search_kwargs=search_kwargs,
+                cache=self._cache,
+                copies=copies and post_filter is None,
+                within=within,
+                lexical=corpus_top,
+            )
+            hits = (await lexical if isinstance(lexical, asyncio.Future) else lexical)[0]
+            if not self._settle_lexical(found, hits, post_filter, keep, fetch_ks) or not deeper:
+                break
         await _search.afill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
@@ -802,6 +835,10 @@ _Lexical = tuple[_LexicalRun | None, list[Document]]
 
 _lexical_threads: list[Executor] = []
 _lexical_threads_lock = threading.Lock()
+
+
+_DEEPEST_FETCH = 1_000
+"""The most candidates a vector run asks for when dropped versions leave it short."""
 
 
 def _lexical_pool() -> Executor:

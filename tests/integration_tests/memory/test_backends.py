@@ -8,6 +8,8 @@ recall, dedup, versions, forgetting, filters and restarts.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from cogito_lc import MemoryStore, RecallB
@@ -117,6 +119,25 @@ def test_versions_supersede_without_rewriting(backend: Backend) -> None:
     assert history[0].metadata["superseded_by"] == new.id
     then = memory.search("where does the user live?", k=1, as_of=old.metadata["created_at"])
     assert [doc.id for doc, _ in then] == [old.id]
+
+
+def test_recall_finds_the_current_version_behind_many_superseded_ones(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    _fill(memory)
+    weights = random.Random(1).sample(range(50, 120), 40)  # the newest ranks 38th of 40 here
+    versions = []
+    for minute, weight in enumerate(weights):
+        supersedes = [versions[-1].id or ""] if versions else None
+        when = f"2026-01-01T00:{minute:02d}:00Z"
+        versions.append(
+            memory.store(f"Alice weighs {weight} kg now.", created_at=when, supersedes=supersedes)
+        )
+    question = "How much does Alice weigh?"
+    assert [doc.id for doc in memory.as_retriever(k=1).invoke(question)] == [versions[-1].id]
+    then = versions[20].metadata["created_at"]
+    assert [doc.id for doc in memory.as_retriever(k=1).invoke(question, as_of=then)] == [
+        versions[20].id
+    ]
 
 
 def test_forgotten_memories_are_gone_from_every_read(backend: Backend) -> None:
