@@ -30,12 +30,14 @@ from cogito_lc._core.versions import (
     VERSION_KEYS,
     check_as_of,
     is_superseded,
+    superseded_ids,
     supersedes_value,
     version_filter,
 )
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
 from cogito_lc.memory._forget import ForgetResult, audit_record, audit_text, forget_subject
+from cogito_lc.memory._guard import guard_for
 from cogito_lc.memory._versions import (
     incomplete_supersessions,
     superseded_marks,
@@ -218,6 +220,9 @@ class MemoryStore:
         ```
     """
 
+    _covering_states: tuple[StateStore, ...] = ()
+    """The states of the stores a view was made from (:meth:`scoped`)."""
+
     def __init__(
         self,
         vectorstore: VectorStore,
@@ -289,7 +294,7 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._related: dict[Scope, RecallB] = {}
-        self._lock = threading.RLock()
+        self._guard = guard_for(vectorstore)  # shared by every MemoryStore over it
         self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
         """The corpus lexical index every write updates (None for stores it cannot follow)."""
         if verify_index and _first_use(vectorstore):
@@ -438,7 +443,7 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         document = self._prepare(text, id, metadata, target, created_at)
         if supersedes is not None:
-            return self._write_superseding(document, self._replaceable(supersedes, target), target)
+            return self._write_superseding(document, supersedes, target, named=True)
         if not supersede:
             return self._write([document])[0]
         subject = forget_subject(text)
@@ -697,17 +702,19 @@ class MemoryStore:
         if (query is None) == (ids is None):
             msg = "forget needs exactly one of query= (what to forget) or ids= (which memories)."
             raise ValueError(msg)
-        if ids is not None:
-            roots, method = self._forget_ids(ids, target), "ids"
-        else:
-            checked = check_query(query, name="query")
-            roots, method = self._forget_matches(checked, target), "matched"
-        forgotten = list(
-            dict.fromkeys(
-                doc.id or "" for root in roots for doc in version_chain(self._store, root, target)
+        checked = None if query is None else check_query(query, name="query")
+        with self._lock:  # no write naming one of them lands between finding and deleting
+            if checked is None:
+                roots, method = self._forget_ids(ids or [], target), "ids"
+            else:
+                roots, method = self._forget_matches(checked, target), "matched"
+            forgotten = list(
+                dict.fromkeys(
+                    doc.id or ""
+                    for root in roots
+                    for doc in version_chain(self._store, root, target)
+                )
             )
-        )
-        with self._lock:
             self._delete(forgotten, target)
             self._drop_snapshot()
         record = self._audit(forgotten, target, reason)
@@ -751,8 +758,43 @@ class MemoryStore:
         return self.vectorstore.embeddings
 
     def _drop_snapshot(self) -> None:
-        if self.state is not None:
-            self.state.delete(SNAPSHOT_FILES)
+        """Drop the saved snapshots that may hold what was forgotten.
+
+        This store's, and those of the stores it was made from (their scopes hold its own).
+        """
+        with self._lock:
+            self._guard.forgets += 1
+            for state in (self.state, *self._covering_states):
+                if state is not None:
+                    state.delete(SNAPSHOT_FILES)
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._guard.lock
+
+    def write_lock(self) -> threading.RLock:
+        """The lock each write, forget and delete over this vector store object holds."""
+        return self._lock
+
+    @property
+    def forgets(self) -> int:
+        """How many forgets and deletes ran over this vector store object in this process."""
+        return self._guard.forgets
+
+    def save_state(self, files: Mapping[str, str], *, forgets: int) -> bool:
+        """Write ``files`` to :attr:`state` unless memories were forgotten since ``forgets``.
+
+        For what is built from memories (a snapshot): when a forget or delete
+        ran while it was built, it may hold forgotten text and is not saved.
+
+        Returns:
+            Whether the files were written (False too when the store keeps no state).
+        """
+        with self._lock:
+            if self.state is None or self._guard.forgets != forgets:
+                return False
+            self.state.write(dict(files))
+        return True
 
     def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
         name, record = audit_record(ids, scope.metadata(), reason)
@@ -845,6 +887,7 @@ class MemoryStore:
         with self._lock:
             self._require(id, target)
             self._delete([id], target)
+            self._drop_snapshot()
         self._audit([id], target, "delete")
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -1102,6 +1145,9 @@ class MemoryStore:
         )
         if view.state is None:  # its forgetting is audited where the store's is
             view._audit_state = self._audit_state
+        # the snapshots of the stores it was made from cover its scope: its forgets drop them
+        parent = () if self.state is None else (self.state,)
+        view._covering_states = (*self._covering_states, *parent)
         return view
 
     def as_retriever(
@@ -1273,34 +1319,50 @@ class MemoryStore:
                 continue
             written = self._write_superseding(doc, supersedes, scope)
             if written is doc:
-                versions.superseded.extend(supersedes)
+                versions.superseded.extend(superseded_ids(doc.metadata))
             versions.memories.append(written)
         return versions
 
     def _write_superseding(
-        self, doc: Document, supersedes: builtins.list[str], scope: Scope
+        self, doc: Document, supersedes: Sequence[str], scope: Scope, *, named: bool = False
     ) -> Document:
         """Write ``doc`` naming what it replaces in ``scope``, then mark those.
 
-        A crash between the two is completed at start-up.
+        Which of ``supersedes`` are still current is read under the write lock,
+        so two writers never both replace one memory. ``named`` (the caller gave
+        the ids) makes one that is not an error; otherwise (a judge chose them
+        earlier) it is left out. A crash between the write and the marks is
+        completed at start-up.
         """
-        if supersedes:
-            doc.metadata[SUPERSEDES_KEY] = supersedes_value(supersedes)
         with self._lock:
+            if named:
+                replaced = self._replaceable(supersedes, scope)
+                held = self._existing([doc.id or ""])
+                if held and is_superseded(held[0].metadata) and _same_memory(held[0], doc):
+                    doc.id = _restated_id(doc)  # said again after it was superseded
+            else:
+                replaced = self._current(supersedes, scope)
+            if replaced:
+                doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
             written = self._write([doc])[0]
             if written is doc:
                 self._apply_marks(superseded_marks(doc), scope.where())
         return written
 
-    def _replaceable(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
-        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-            msg = f"supersedes must be a list of memory ids, got {ids!r}."
-            raise ValueError(msg)
+    def _current(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
+        """The ids of ``ids`` naming current memories of ``scope``, in order."""
         current = {
             doc.id
             for doc in self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
             if not is_superseded(doc.metadata)
         }
+        return [i for i in dict.fromkeys(ids) if i in current]
+
+    def _replaceable(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
+        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+            msg = f"supersedes must be a list of memory ids, got {ids!r}."
+            raise ValueError(msg)
+        current = set(self._current(ids, scope))
         missing = [i for i in ids if i not in current]
         if missing:
             msg = (

@@ -23,12 +23,14 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
 
     from cogito_lc.memory.memory_store import MemoryStore
-    from cogito_lc.memory.scope import ScopeLike
-    from cogito_lc.memory.state import StateStore
+    from cogito_lc.memory.scope import Scope, ScopeLike
 
 __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
 logger = logging.getLogger(__name__)
+
+_BUILDS_PER_CALL = 3
+"""Builds a call tries while forgets land during them, before the grouped one (no model)."""
 
 SNAPSHOT_FILE, SNAPSHOT_META_FILE = SNAPSHOT_FILES
 SnapshotMode = Literal["pointer", "summary"]
@@ -199,11 +201,24 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         if existing and not rebuild and not dry_run and not self._stale(existing, count):
             existing.method = "cached"
             return existing
-        memories = memory.list(target, limit=self.sample_size, include_superseded=False)
-        text, method = self._text(memories)
-        snapshot = Snapshot(text, None, _now(), count, len(memories), method)
-        if not dry_run and memory.state is not None:
-            _save(memory.state, snapshot)
+        for _ in range(_BUILDS_PER_CALL):
+            forgets = memory.forgets
+            memories = memory.list(target, limit=self.sample_size, include_superseded=False)
+            text, method = self._text(memories)
+            snapshot = Snapshot(text, None, _now(), count, len(memories), method)
+            if dry_run or memory.state is None or _save(memory, snapshot, forgets):
+                return snapshot
+            logger.info("memories were forgotten while the snapshot was built; building it again")
+        return self._built_between_forgets(memory, target, count)
+
+    def _built_between_forgets(self, memory: MemoryStore, target: Scope, count: int) -> Snapshot:
+        """The grouped snapshot, listed and saved with no forget in between (no model call)."""
+        with memory.write_lock():
+            forgets = memory.forgets
+            memories = memory.list(target, limit=self.sample_size, include_superseded=False)
+            text, method = self._grouped(memories, "forgotten_during_build")
+            snapshot = Snapshot(text, None, _now(), count, len(memories), method)
+            _save(memory, snapshot, forgets)
         return snapshot
 
     def _stale(self, snapshot: Snapshot, count: int) -> bool:
@@ -265,14 +280,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _save(state: StateStore, snapshot: Snapshot) -> None:
-    snapshot.path = state.location(SNAPSHOT_FILE)
-    state.write(
-        {
-            SNAPSHOT_FILE: snapshot.text,
-            SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
-        }
-    )
+def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
+    """Save ``snapshot`` unless memories were forgotten since ``forgets`` (it may hold them)."""
+    assert memory.state is not None  # noqa: S101 - checked by the caller
+    snapshot.path = memory.state.location(SNAPSHOT_FILE)
+    files = {
+        SNAPSHOT_FILE: snapshot.text,
+        SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
+    }
+    return memory.save_state(files, forgets=forgets)
 
 
 def load_snapshot(memory: MemoryStore) -> Snapshot | None:

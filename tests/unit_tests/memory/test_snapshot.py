@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import MemoryStore
 from cogito_lc.memory._grouping import group_memories
@@ -125,3 +128,51 @@ def test_empty_store(embeddings: HashEmbeddings) -> None:
     memory = MemoryStore(Chroma("empty-snap", embeddings))
     snapshot = SnapshotBuilder.from_llm(None).build(memory)
     assert (snapshot.text, snapshot.method, snapshot.path) == ("", "empty", None)
+
+
+def test_a_delete_drops_the_saved_snapshot(memory: MemoryStore) -> None:
+    builder = SnapshotBuilder.from_llm(None)
+    builder.build(memory)
+    [tokens] = [doc for doc in memory.list() if doc.page_content == MEMORIES[0]]
+    memory.delete(tokens.id or "")
+    assert load_snapshot(memory) is None
+    assert MEMORIES[0] not in builder.build(memory).text
+
+
+class _ForgetWhileAsked(FakeListChatModel):
+    """A model that forgets a memory while it is asked (a forget landing mid-build)."""
+
+    memory: Any = None
+    forget_id: str = ""
+
+    def _call(self, *args: Any, **kwargs: Any) -> str:
+        if self.forget_id:
+            self.memory.forget(ids=[self.forget_id])
+            self.forget_id = ""
+        return super()._call(*args, **kwargs)
+
+
+def test_a_snapshot_built_across_a_forget_is_built_again_without_it(memory: MemoryStore) -> None:
+    [tokens] = [doc for doc in memory.list() if doc.page_content == MEMORIES[0]]
+    reply = json.dumps({"topics": [{"heading": "Notes", "items": [1, 2, 3, 4]}]})
+    model = _ForgetWhileAsked(responses=[reply, reply], memory=memory, forget_id=tokens.id)
+    snapshot = SnapshotBuilder.from_llm(model).build(memory)
+    saved = load_snapshot(memory)
+    assert saved is not None
+    for text in (snapshot.text, saved.text):
+        assert MEMORIES[0] not in text
+        assert MEMORIES[1] in text
+
+
+def test_forgetting_in_a_view_drops_the_snapshot_of_the_store_it_came_from(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    alice = root.scoped({"user_id": "alice"})
+    secret = alice.store("Alice's door code is 4711.")
+    alice.store(MEMORIES[0])
+    assert alice.state is None
+    SnapshotBuilder.from_llm(None).build(root)
+    alice.forget(ids=[secret.id or ""])
+    assert load_snapshot(root) is None
+    assert "4711" not in SnapshotBuilder.from_llm(None).build(root).text

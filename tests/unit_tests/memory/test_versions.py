@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -418,3 +422,92 @@ def test_forgetting_by_query_takes_the_other_versions_and_leaves_the_rest() -> N
     forgotten = memory.forget("my phone number")
     assert set(forgotten.ids) == {first.id, second.id}
     assert [d.id for d in memory.list()] == [lunch.id]
+
+
+def _in_threads(*calls: Callable[[], Any]) -> list[Any]:
+    """Run ``calls`` at once (after a barrier); each one's result or the exception it raised."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = calls[i]()
+        except Exception as error:
+            results[i] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _slow_reads(memory: MemoryStore) -> MemoryStore:
+    """``memory`` with each read by id taking 20 ms: a check and its write are seconds apart."""
+    read = memory._store.get
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.02)
+        return read(*args, **kwargs)
+
+    memory._store.get = slow  # type: ignore[method-assign]
+    return memory
+
+
+def test_two_writers_never_both_supersede_one_memory() -> None:
+    for attempt in range(3):
+        memory = _slow_reads(_memory())
+        old = memory.store(f"{AUSTIN} ({attempt})")
+        results = _in_threads(
+            partial(memory.store, DENVER, supersedes=[old.id or ""]),
+            partial(memory.store, "I live in Boston now.", supersedes=[old.id or ""]),
+        )
+        assert sum(isinstance(result, MemoryNotFoundError) for result in results) == 1, results
+        [current] = memory.list(include_superseded=False)
+        assert memory.get(old.id or "").metadata["superseded_by"] == current.id  # type: ignore[union-attr]
+
+
+def test_restating_a_superseded_fact_by_name_makes_it_current_again() -> None:
+    memory = _memory()
+    austin = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    denver = memory.store(DENVER, created_at="2026-03-01T00:00:00Z", supersedes=[austin.id or ""])
+    again = memory.store(AUSTIN, created_at="2026-06-01T00:00:00Z", supersedes=[denver.id or ""])
+    assert again.id not in {austin.id, denver.id}
+    assert [d.id for d in memory.list(include_superseded=False)] == [again.id]
+    assert [d.id for d in memory.history(austin.id or "")] == [austin.id, denver.id, again.id]
+
+
+def test_a_forget_racing_a_superseding_write_leaves_neither_version() -> None:
+    for attempt in range(3):
+        memory = _slow_reads(_memory())
+        old = memory.store(f"{PHONE_TEXT} ({attempt})")
+        results = _in_threads(
+            partial(memory.forget, ids=[old.id or ""]),
+            partial(memory.store, "My phone number is now 555-0202.", supersedes=[old.id or ""]),
+        )
+        assert not isinstance(results[0], Exception), results
+        assert memory.count() == 0, results
+
+
+def test_views_over_one_store_share_its_write_lock() -> None:
+    memory = _memory()
+    view = memory.scoped({"agent_id": "helper"})
+    other = MemoryStore(memory.vectorstore, scope={"user_id": "u2"})
+    assert view.write_lock() is memory.write_lock() is other.write_lock()
+    assert (
+        MemoryStore(InMemoryVectorStore(HashEmbeddings())).write_lock() is not memory.write_lock()
+    )
+
+
+def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> None:
+    for attempt in range(3):
+        memory = _memory()
+        phone = memory.store(f"{PHONE_TEXT} ({attempt})")
+        first, second = _slow_reads(memory.scoped({})), _slow_reads(memory.scoped({}))
+        _in_threads(
+            partial(first.forget, ids=[phone.id or ""]),
+            partial(second.update, phone.id or "", "My phone number is 555-0303."),
+        )
+        assert memory.get(phone.id or "") is None
