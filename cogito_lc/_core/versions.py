@@ -126,7 +126,13 @@ def version_filter(
     Args:
         as_of: Keep what was current then (wins over ``include_superseded``).
         include_superseded: Keep replaced memories too (no ``as_of``).
+
+    Raises:
+        TypeError: If ``include_superseded`` is not a bool (the text "false" is true).
     """
+    if not isinstance(include_superseded, bool):
+        msg = f"include_superseded must be True or False, got {include_superseded!r}."
+        raise TypeError(msg)
     if as_of is not None:
         return lambda metadata: current_at(metadata, as_of)
     if include_superseded:

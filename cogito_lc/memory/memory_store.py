@@ -620,6 +620,7 @@ class MemoryStore:
         if limit < 1 or offset < 0:
             msg = f"limit must be >= 1 and offset >= 0, got limit={limit}, offset={offset}."
             raise ValueError(msg)
+        version_filter(include_superseded=include_superseded)  # checks its type
         self._store.check_filters_by_metadata("MemoryStore.list")
         where = as_scope(scope, self.scope).where()
         if include_superseded:

@@ -361,9 +361,6 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         """The metadata predicate of the versions this call returns (None: all)."""
         as_of = kwargs.get("as_of", self.as_of)
         include = kwargs.get("include_superseded", self.include_superseded)
-        if not isinstance(include, bool):
-            msg = f"include_superseded must be True or False, got {include!r}."
-            raise TypeError(msg)
         when = None if as_of is None else check_as_of(as_of)
         return version_filter(as_of=when, include_superseded=include)
 

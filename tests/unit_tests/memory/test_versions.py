@@ -511,3 +511,15 @@ def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> Non
             partial(second.update, phone.id or "", "My phone number is 555-0303."),
         )
         assert memory.get(phone.id or "") is None
+
+
+def test_include_superseded_must_be_a_bool_on_every_read() -> None:
+    memory = _memory()
+    memory.store(AUSTIN)
+    for read in (
+        lambda: memory.search("where", include_superseded="false"),  # type: ignore[arg-type]
+        lambda: memory.list(include_superseded="false"),  # type: ignore[arg-type]
+        lambda: memory.as_retriever().invoke("where", include_superseded="false"),
+    ):
+        with pytest.raises(TypeError, match="include_superseded must be True or False"):
+            read()
