@@ -878,7 +878,11 @@ class MemoryStore:
     def delete(self, id: str, *, scope: ScopeLike = None) -> None:  # noqa: A002
         """Delete one memory of the scope (an audit record is kept, as for :meth:`forget`).
 
-        Other versions of it stay; :meth:`forget` removes the whole chain.
+        Other versions of it stay, as they are: deleting the current version of a
+        fact leaves the fact with no current version (the one it replaced stays
+        superseded). :meth:`forget` removes the whole chain; to make an earlier
+        version current again, store its text with ``supersede=True`` (a new
+        version of its own).
 
         Raises:
             MemoryNotFoundError: If no memory with this id lies in the scope
