@@ -502,17 +502,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         corpus_top = _corpus_documents(lexical)
         search_kwargs, post_filter = self._pushdown()
         within = self._small_scope(search_kwargs)
+        shared = self._search_arguments(search_kwargs, copies and post_filter is None, within)
         for fetch_ks, deeper in self._depths(decomposition, k):
             found = _search.search(
                 self._store,
                 decomposition.queries,
                 vectors,
                 fetch_ks=fetch_ks,
-                search_kwargs=search_kwargs,
-                cache=self._cache,
-                copies=copies and post_filter is None,
-                within=within,
                 lexical=corpus_top,
+                **shared,
             )
             hits = (lexical.result() if isinstance(lexical, Future) else lexical)[0]
             if not self._settle_lexical(found, hits, post_filter, keep, fetch_ks) or not deeper:
@@ -521,6 +519,17 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
         return self._rank(decomposition, plan, vectors[0], found, hits, k), found
+
+    def _search_arguments(
+        self, search_kwargs: dict[str, Any], copies: bool, within: list[str] | None
+    ) -> dict[str, Any]:
+        """The arguments every depth's search of one recall shares."""
+        return {
+            "search_kwargs": search_kwargs,
+            "cache": self._cache,
+            "copies": copies,
+            "within": within,
+        }
 
     def _depths(self, decomposition: Decomposition, k: int) -> Iterator[tuple[list[int], bool]]:
         """Each search depth's candidates per run, and whether a deeper one follows.
@@ -629,17 +638,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         loop = asyncio.get_running_loop()
         search_kwargs, post_filter = await loop.run_in_executor(None, self._pushdown)
         within = await loop.run_in_executor(None, self._small_scope, search_kwargs)
+        shared = self._search_arguments(search_kwargs, copies and post_filter is None, within)
         for fetch_ks, deeper in self._depths(decomposition, k):
             found = await _search.asearch(
                 self._store,
                 decomposition.queries,
                 vectors,
                 fetch_ks=fetch_ks,
-                search_kwargs=search_kwargs,
-                cache=self._cache,
-                copies=copies and post_filter is None,
-                within=within,
                 lexical=corpus_top,
+                **shared,
             )
             hits = (await lexical if isinstance(lexical, asyncio.Future) else lexical)[0]
             if not self._settle_lexical(found, hits, post_filter, keep, fetch_ks) or not deeper:
