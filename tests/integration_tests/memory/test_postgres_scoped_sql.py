@@ -301,6 +301,12 @@ ALLOWED = {
         "MemoryStore._audit writes the record of a forgetting (ids, time, scope, reason) to "
         "the state table, which holds no memories and is not distributed by scope",
     ),
+    "snapshot drop": Allowed(
+        re.compile(r"DELETE FROM cogito_state WHERE name = ANY\(\$1\)"),
+        "MemoryStore._drop_snapshot drops the saved snapshot of the store a view was made "
+        "from (it covers the view's scope) from the state table, which is not distributed "
+        "by scope",
+    ),
 }
 """Statements naming neither table, and why each cannot carry a scope."""
 
