@@ -40,6 +40,8 @@ __all__ = [
     "SUPERSEDED_BY_KEY",
     "SUPERSEDES_KEY",
     "VERSION_KEYS",
+    "VERSION_SEARCH_DEPTH",
+    "VERSION_SEARCH_GROWTH",
     "check_as_of",
     "current_at",
     "is_superseded",
@@ -56,6 +58,10 @@ SUPERSEDED_AT_KEY = "superseded_at"
 """On a replaced memory: when it stopped being current (ISO 8601 UTC)."""
 VERSION_KEYS = frozenset({SUPERSEDES_KEY, SUPERSEDED_BY_KEY, SUPERSEDED_AT_KEY})
 """The metadata keys the store sets for versions; user metadata may not use them."""
+VERSION_SEARCH_DEPTH = 1_000
+"""The most candidates a search reads while leaving out versions the read does not return."""
+VERSION_SEARCH_GROWTH = 4
+"""How many times deeper each such search goes than the one before."""
 
 
 _CLOCK_SKEW = timedelta(seconds=5)

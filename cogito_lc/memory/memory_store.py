@@ -28,6 +28,8 @@ from cogito_lc._core.validation import check_positive_int, check_query, check_un
 from cogito_lc._core.versions import (
     SUPERSEDES_KEY,
     VERSION_KEYS,
+    VERSION_SEARCH_DEPTH,
+    VERSION_SEARCH_GROWTH,
     check_as_of,
     is_superseded,
     superseded_ids,
@@ -110,8 +112,6 @@ VERIFY_RECENT_MEMORIES = 2_000
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
 
-_MAX_SEARCH_DEPTH = 1_000
-"""The deepest a plain search reads while leaving out versions the read does not want."""
 _STAGE_ONE_K = 100
 """How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
 _STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"}
@@ -1081,9 +1081,9 @@ class MemoryStore:
         while True:
             found = self._store.scored_search(text, fetch, where)
             kept = found if keep is None else [pair for pair in found if keep(pair[0].metadata)]
-            if len(kept) >= k or len(found) < fetch or fetch >= _MAX_SEARCH_DEPTH:
+            if len(kept) >= k or len(found) < fetch or fetch >= VERSION_SEARCH_DEPTH:
                 return kept[:k]
-            fetch = min(fetch * 4, _MAX_SEARCH_DEPTH)
+            fetch = min(fetch * VERSION_SEARCH_GROWTH, VERSION_SEARCH_DEPTH)
 
     def scoped(
         self,

@@ -33,7 +33,12 @@ from cogito_lc._core.validation import (
     check_query,
     reject_unknown_kwargs,
 )
-from cogito_lc._core.versions import check_as_of, version_filter
+from cogito_lc._core.versions import (
+    VERSION_SEARCH_DEPTH,
+    VERSION_SEARCH_GROWTH,
+    check_as_of,
+    version_filter,
+)
 from cogito_lc.retrievers import _search
 from cogito_lc.retrievers._decompose import Decomposition, decompose_query
 from cogito_lc.retrievers._fusion import document_key, reciprocal_rank_fusion
@@ -365,10 +370,10 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return version_filter(as_of=when, include_superseded=include)
 
     def _fetch_ks(self, decomposition: Decomposition, k: int, depth: int = 1) -> list[int]:
-        """Candidates per vector run; ``depth`` times more, up to ``_DEEPEST_FETCH``."""
+        """Candidates per vector run; ``depth`` times more, up to ``VERSION_SEARCH_DEPTH``."""
         fragments = len(decomposition.queries) - 1
         ks = [max(self.original_fetch_k, k)] + [self.fetch_k] * fragments
-        return [min(fetch * depth, max(fetch, _DEEPEST_FETCH)) for fetch in ks]
+        return [min(fetch * depth, max(fetch, VERSION_SEARCH_DEPTH)) for fetch in ks]
 
     def _translated_kwargs(self) -> dict[str, Any]:
         """``search_kwargs`` with the filter in the form the store takes."""
@@ -537,14 +542,15 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         Versions a call does not return (superseded ones, say) are dropped after
         the search, so many of them near the query would otherwise leave it with
         fewer candidates than a store holding only the returned versions gives,
-        or none. Each depth asks four times more, up to ``_DEEPEST_FETCH``.
+        or none. Each depth asks ``VERSION_SEARCH_GROWTH`` times more, up to
+        ``VERSION_SEARCH_DEPTH``.
         """
         depth = 1
         fetch_ks = self._fetch_ks(decomposition, k)
         while True:
-            deeper = self._fetch_ks(decomposition, k, depth * 4)
+            deeper = self._fetch_ks(decomposition, k, depth * VERSION_SEARCH_GROWTH)
             yield fetch_ks, deeper != fetch_ks
-            fetch_ks, depth = deeper, depth * 4
+            fetch_ks, depth = deeper, depth * VERSION_SEARCH_GROWTH
 
     def _settle_lexical(
         self,
@@ -839,10 +845,6 @@ _Lexical = tuple[_LexicalRun | None, list[Document]]
 
 _lexical_threads: list[Executor] = []
 _lexical_threads_lock = threading.Lock()
-
-
-_DEEPEST_FETCH = 1_000
-"""The most candidates a vector run asks for when dropped versions leave it short."""
 
 
 def _lexical_pool() -> Executor:
