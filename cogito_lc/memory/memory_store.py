@@ -138,7 +138,16 @@ class MemoryConflictError(ValueError):
 
 
 class MemoryNotFoundError(KeyError):
-    """No memory with this id exists in the scope of the call."""
+    """No memory with this id exists in the scope of the call.
+
+    Attributes:
+        ids: The ids the call named that are not (current) memories of its scope;
+            empty when the call named none (a query that matched nothing).
+    """
+
+    def __init__(self, *args: object, ids: Sequence[str] = ()) -> None:
+        super().__init__(*args)
+        self.ids: tuple[str, ...] = tuple(ids)
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "memory not found"
@@ -737,7 +746,7 @@ class MemoryStore:
         missing = sorted(set(ids) - {doc.id for doc in found})
         if missing:
             msg = f"ids {missing} are not memories in scope {scope.metadata() or 'all'}"
-            raise MemoryNotFoundError(msg)
+            raise MemoryNotFoundError(msg, ids=missing)
         return found
 
     def _forget_matches(self, query: str, scope: Scope) -> builtins.list[Document]:
@@ -1374,7 +1383,7 @@ class MemoryStore:
                 f"supersedes names {missing}, which are not current memories in scope "
                 f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
             )
-            raise MemoryNotFoundError(msg)
+            raise MemoryNotFoundError(msg, ids=missing)
         return builtins.list(dict.fromkeys(ids))
 
     def _judge(
@@ -1445,7 +1454,7 @@ class MemoryStore:
         found = self._store.get([id], scope.where())
         if not found:
             msg = f"no memory with id {id!r} in scope {scope.metadata() or 'all'}"
-            raise MemoryNotFoundError(msg)
+            raise MemoryNotFoundError(msg, ids=[id])
         return found[0]
 
     def _track(self, retriever: RecallB) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -93,7 +94,8 @@ _LIST_PAGE = 500
 """How many memories one read of a filtered listing (``include_superseded``, ``as_of``) takes."""
 _NO_MATCH = "no memory in this scope matches the query"
 _NOT_HERE = "no memory with this id in this scope"
-_NOT_CURRENT = "supersedes names a memory that is not a current memory of this scope"
+_NOT_CURRENT = "supersedes names memories that are not current in this scope"
+_IDS_NOT_HERE = "no memory of this scope has these ids"
 
 
 @dataclass
@@ -224,12 +226,17 @@ def _dependency_down(exc: Exception) -> str | None:
     return None
 
 
+def _naming(detail: str, ids: Sequence[str]) -> str:
+    """``detail`` followed by the ids the request named that were not found (as JSON)."""
+    return f"{detail}: {json.dumps(list(ids))}" if ids else detail
+
+
 def http_error_for(exc: Exception) -> HTTPException | None:
     """The HTTP error an exception from the memory layer becomes, or None (a bug: 500)."""
     if isinstance(exc, HTTPException):
         return exc
     if isinstance(exc, MemoryNotFoundError):
-        return HTTPException(404, "no memory with this id in this scope")
+        return HTTPException(404, _NOT_HERE)
     down = _dependency_down(exc)
     if down is not None:
         return unavailable(down)
@@ -690,8 +697,8 @@ class MemoryService:
             )
         except MemoryConflictError:
             raise id_conflict() from None
-        except MemoryNotFoundError:
-            raise HTTPException(404, _NOT_CURRENT) from None
+        except MemoryNotFoundError as missing:
+            raise HTTPException(404, _naming(_NOT_CURRENT, missing.ids)) from None
 
     def add(
         self,
@@ -742,8 +749,9 @@ class MemoryService:
         unique = None if ids is None else list(dict.fromkeys(ids))  # the store reads each once
         try:
             return view.memory.forget(query, ids=unique, reason=reason)
-        except MemoryNotFoundError:
-            raise HTTPException(404, _NOT_HERE if ids is not None else _NO_MATCH) from None
+        except MemoryNotFoundError as missing:
+            detail = _NO_MATCH if ids is None else _naming(_IDS_NOT_HERE, missing.ids)
+            raise HTTPException(404, detail) from None
 
     def delete(self, view: ScopeView, memory_id: str) -> list[str]:
         """Forget a memory of the scope with every version of it; their ids.

@@ -379,6 +379,30 @@ def test_store_can_name_what_a_memory_supersedes(client: TestClient) -> None:
     assert "Austin" not in taken.text
 
 
+def test_a_404_for_named_ids_names_those_not_found_and_nothing_of_other_scopes(
+    client: TestClient,
+) -> None:
+    old = client.post("/store", json={"text": AUSTIN}, headers=ALICE).json()["id"]
+    bobs = client.post("/store", json={"text": PHONE}, headers=BOB).json()["id"]
+    expected = {
+        bobs: f'supersedes names memories that are not current in this scope: ["{bobs}"]',
+        "never-stored": (
+            'supersedes names memories that are not current in this scope: ["never-stored"]'
+        ),
+    }
+    for missing, detail in expected.items():
+        refused = client.post(
+            "/store", json={"text": DENVER, "supersedes": [old, missing]}, headers=ALICE
+        )
+        assert refused.status_code == 404
+        assert refused.json() == {"detail": detail}  # the same for another scope's id
+        forget = client.post("/forget", json={"ids": [missing, old]}, headers=ALICE)
+        assert forget.status_code == 404
+        assert forget.json() == {"detail": f'no memory of this scope has these ids: ["{missing}"]'}
+    assert client.get(f"/memories/{old}", headers=ALICE).status_code == 200  # nothing forgotten
+    assert _ids(client, "/query", {"text": "where do I live"}, headers=ALICE) == [old]
+
+
 def test_forget_takes_a_repeated_id_once(client: TestClient) -> None:
     phone = client.post("/store", json={"text": PHONE}).json()["id"]
     answer = client.post("/forget", json={"ids": [phone, phone]})
