@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,28 @@ class StoreGuard:
     """Held by each write, forget and delete, so a check and the write it allows are one step."""
     forgets: int = 0
     """How many forgets and deletes have run (a snapshot built across one is not saved)."""
+    held_across_processes: bool = False
+    """Whether the thread holding :attr:`lock` also holds the store's lock across processes."""
+
+    @contextmanager
+    def exclusive(
+        self, across_processes: Callable[[], AbstractContextManager[object]]
+    ) -> Iterator[None]:
+        """:attr:`lock`, and the lock ``across_processes()`` gives, taken once however it nests.
+
+        For a check and the write it allows (what a memory supersedes, what a
+        forget removes): other processes over the same store wait too.
+        """
+        with self.lock:
+            if self.held_across_processes:
+                yield
+                return
+            with across_processes():
+                self.held_across_processes = True
+                try:
+                    yield
+                finally:
+                    self.held_across_processes = False
 
 
 _GUARDS: weakref.WeakKeyDictionary[Any, StoreGuard] = weakref.WeakKeyDictionary()

@@ -9,6 +9,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -591,7 +592,7 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         self._check_text(text)
         replacement = None if metadata is None else _check_metadata(metadata)
-        with self._lock:
+        with self._exclusive():
             current = self._require(id, target)
             merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
             document = Document(page_content=text, metadata=merged, id=id)
@@ -713,7 +714,7 @@ class MemoryStore:
             msg = "forget needs exactly one of query= (what to forget) or ids= (which memories)."
             raise ValueError(msg)
         checked = None if query is None else check_query(query, name="query")
-        with self._lock:  # no write naming one of them lands between finding and deleting
+        with self._exclusive():  # no write naming one of them lands between finding and deleting
             if checked is None:
                 roots, method = self._forget_ids(ids or [], target), "ids"
             else:
@@ -782,6 +783,14 @@ class MemoryStore:
     def _lock(self) -> threading.RLock:
         return self._guard.lock
 
+    def _exclusive(self) -> AbstractContextManager[None]:
+        """The write lock, and the store's lock across processes (replicas over one database).
+
+        For a check and the write it allows: what a memory supersedes is still
+        current, what a forget or delete removes is not written again meanwhile.
+        """
+        return self._guard.exclusive(self._store.exclusive)
+
     def write_lock(self) -> threading.RLock:
         """The lock each write, forget and delete over this vector store object holds."""
         return self._lock
@@ -830,7 +839,7 @@ class MemoryStore:
         Returns:
             How many memories were marked.
         """
-        with self._lock:
+        with self._exclusive():
             if recent is None:
                 self._store.check_filters_by_metadata("MemoryStore.complete_supersessions")
                 documents = self._store.page(None, max(self._store.count(None), 1), 0)
@@ -898,7 +907,7 @@ class MemoryStore:
                 (a memory of another scope is neither deleted nor revealed).
         """
         target = as_scope(scope, self.scope)
-        with self._lock:
+        with self._exclusive():
             self._require(id, target)
             self._delete([id], target)
             self._drop_snapshot()
@@ -911,7 +920,7 @@ class MemoryStore:
             msg = "delete_scope needs a scope with at least one key; it never clears the store."
             raise ValueError(msg)
         self._store.check_filters_by_metadata("MemoryStore.delete_scope")
-        with self._lock:
+        with self._exclusive():
             ids = self._store.ids_in(target.where())
             self._delete(ids, target)
             self._drop_snapshot()
@@ -1348,7 +1357,7 @@ class MemoryStore:
         earlier) it is left out. A crash between the write and the marks is
         completed at start-up.
         """
-        with self._lock:
+        with self._exclusive():
             if named:
                 replaced = self._replaceable(supersedes, scope)
                 held = self._existing([doc.id or ""])

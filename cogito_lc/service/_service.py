@@ -74,6 +74,7 @@ from cogito_lc.service._dependencies import (
     is_database_down,
 )
 from cogito_lc.service._schemas import MemoryHit, finite
+from cogito_lc.stores.postgres import WriteLockTimeoutError
 
 if TYPE_CHECKING:
     from cogito_lc.document_compressors.supersession import SupersessionJudge
@@ -231,12 +232,27 @@ def _naming(detail: str, ids: Sequence[str]) -> str:
     return f"{detail}: {json.dumps(list(ids))}" if ids else detail
 
 
-def http_error_for(exc: Exception) -> HTTPException | None:
-    """The HTTP error an exception from the memory layer becomes, or None (a bug: 500)."""
+def _answered_error(exc: Exception) -> HTTPException | None:
+    """The HTTP error of an exception the memory layer raises on purpose, else None."""
     if isinstance(exc, HTTPException):
         return exc
     if isinstance(exc, MemoryNotFoundError):
         return HTTPException(404, _NOT_HERE)
+    if isinstance(exc, WriteLockTimeoutError):
+        logger.warning("%s", exc)
+        return HTTPException(
+            503,
+            "another replica held the store's write lock; retry shortly",
+            headers={"Retry-After": RETRY_AFTER},
+        )
+    return None
+
+
+def http_error_for(exc: Exception) -> HTTPException | None:
+    """The HTTP error an exception from the memory layer becomes, or None (a bug: 500)."""
+    answered = _answered_error(exc)
+    if answered is not None:
+        return answered
     down = _dependency_down(exc)
     if down is not None:
         return unavailable(down)

@@ -15,6 +15,7 @@ adapters that cannot push it down apply it in code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -359,6 +360,15 @@ class StoreAdapter:
     def persist_directory(self) -> Path | None:
         """The directory the store writes to, or None (not persistent, or not known)."""
         return None
+
+    def exclusive(self) -> contextlib.AbstractContextManager[object]:
+        """A lock every process over this store takes for a check and the write it allows.
+
+        Nothing here: a store only one process writes needs none, and threads
+        share a lock of their own. A database several replicas write takes a
+        lock there (:class:`~cogito_lc.stores.PostgresAdapter`).
+        """
+        return contextlib.nullcontext()
 
     def set_metadata(
         self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None

@@ -70,6 +70,7 @@ __all__ = [
     "PostgresAdapter",
     "PostgresBinding",
     "PostgresDatabase",
+    "WriteLockTimeoutError",
     "open_postgres_store",
     "postgres_binding",
     "redact_url",
@@ -98,6 +99,11 @@ _SETTING = "database_url (COGITO_DATABASE_URL)"
 _SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cogito_lc_schema'))"
 """Taken by whatever changes the schema: the extension, the tables, their migrations."""
 
+_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cogito_lc_writes'), hashtext(%s))"
+"""Taken by a check and the write it allows (a supersession, a forget), one per table."""
+WRITE_LOCK_WAIT_S = 20.0
+"""Seconds a write waits for another replica's check and write on the same table."""
+
 _WAIT_SLICE = 0.2
 """Seconds a caller waits on the pool between two looks at the circuit breaker."""
 _KEEPALIVE = {
@@ -112,6 +118,10 @@ _KEEPALIVE = {
 
 class DatabaseSetupError(RuntimeError):
     """The database cannot be used: unreachable, refused, or missing the vector extension."""
+
+
+class WriteLockTimeoutError(TimeoutError):
+    """Another replica held a table's write lock too long; the write may be retried."""
 
 
 class DatabaseUnavailableError(RuntimeError):
@@ -661,6 +671,34 @@ class PostgresAdapter(BatchedSearchAdapter):
         self.binding = binding
         self.database = binding.database
         self.table = _quote(binding.table)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The table's write lock, held in a transaction of its own by every replica.
+
+        A transaction-level advisory lock: released when the transaction ends,
+        and by the server when the connection is lost, so a crashed replica
+        never leaves it held.
+
+        Raises:
+            WriteLockTimeoutError: If another replica held it for ``WRITE_LOCK_WAIT_S`` (or the
+                database's shorter ``statement_timeout``).
+        """
+        import psycopg
+
+        wait = min(WRITE_LOCK_WAIT_S, self.database.statement_timeout or WRITE_LOCK_WAIT_S)
+        with self.database.transaction() as conn:
+            conn.execute(f"SET LOCAL lock_timeout = '{int(wait * 1000)}ms'")
+            try:
+                conn.execute(_WRITE_LOCK, [self.binding.table])
+            except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+                msg = (
+                    f"another writer held the write lock of table {self.binding.table!r} for "
+                    f"{wait:g} s (a supersession or forget under way on another replica); "
+                    "retry the write."
+                )
+                raise WriteLockTimeoutError(msg) from None
+            yield
 
     # -- reads and deletes ------------------------------------------------------
 

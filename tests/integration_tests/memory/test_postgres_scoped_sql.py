@@ -301,6 +301,22 @@ ALLOWED = {
         "MemoryStore._audit writes the record of a forgetting (ids, time, scope, reason) to "
         "the state table, which holds no memories and is not distributed by scope",
     ),
+    "connection setting": Allowed(
+        re.compile(r"SET statement_timeout = \d+"),
+        "the statement timeout set on each connection the pool opens (one opens when the "
+        "write lock's transaction holds a pooled connection); it reads no table",
+    ),
+    "write lock wait": Allowed(
+        re.compile(r"SET LOCAL lock_timeout = '\d+ms'"),
+        "how long the write lock that follows in the same transaction is waited for",
+    ),
+    "write lock": Allowed(
+        re.compile(
+            re.escape("SELECT pg_advisory_xact_lock(hashtext('cogito_lc_writes'), hashtext($1))")
+        ),
+        "PostgresAdapter.exclusive: the table's advisory lock, taken by every replica for a "
+        "check and the write it allows (a supersession, a forget); it reads no table",
+    ),
     "snapshot drop": Allowed(
         re.compile(r"DELETE FROM cogito_state WHERE name = ANY\(\$1\)"),
         "MemoryStore._drop_snapshot drops the saved snapshot of the store a view was made "

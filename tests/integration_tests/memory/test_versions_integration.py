@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from cogito_lc import MemoryStore, SupersessionJudge, SupersessionMethod
+from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge, SupersessionMethod
 from cogito_lc._core.versions import supersedes_value
+from tests.integration_tests.conftest_pg import closed_after_test
 
 AUSTIN = "I just moved to Austin, Texas."
 DENVER = "I'm all settled in Denver now."
@@ -57,6 +64,113 @@ def test_postgres_replicas_share_versions_and_forgetting(
         assert replica.get(phone.id or "") is None
         assert all("555" not in d.page_content for d in replica.list(limit=100))
         assert all("555" not in d.page_content for d, _ in replica.search("phone", k=10))
+
+
+def _slow_replica(pg_url: str, collection: str) -> MemoryStore:
+    """A replica of its own (own pool, own process lock) whose reads by id take 50 ms."""
+    memory = closed_after_test(_replica(pg_url, collection, DeterministicFakeEmbedding(size=16)))
+    read = memory._store.get
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return read(*args, **kwargs)
+
+    memory._store.get = slow  # type: ignore[method-assign]
+    return memory
+
+
+def _in_threads(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls at once; each one's result or exception, in order."""
+    results: list[Any] = [None] * len(calls)
+    barrier = threading.Barrier(len(calls))
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = calls[index]()
+        except Exception as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_two_postgres_replicas_never_both_supersede_one_memory(
+    pg_url: str, pg_collection: str
+) -> None:
+    first, second = (_slow_replica(pg_url, pg_collection) for _ in range(2))
+    for attempt in range(3):
+        old = first.store(f"{AUSTIN} ({attempt})")
+        results = _in_threads(
+            partial(first.store, DENVER, supersedes=[old.id or ""]),
+            partial(second.store, f"I live in Boston now ({attempt}).", supersedes=[old.id or ""]),
+        )
+        assert sum(isinstance(result, MemoryNotFoundError) for result in results) == 1, results
+        [current] = first.list(include_superseded=False)
+        assert current.id in {getattr(result, "id", None) for result in results}
+        assert second.get(old.id or "").metadata["superseded_by"] == current.id  # type: ignore[union-attr]
+        first.forget(ids=[current.id or ""])
+
+
+def test_a_forget_on_one_postgres_replica_racing_a_supersede_on_another_leaves_neither(
+    pg_url: str, pg_collection: str
+) -> None:
+    first, second = (_slow_replica(pg_url, pg_collection) for _ in range(2))
+    for attempt in range(3):
+        old = first.store(f"{PHONE} ({attempt})")
+        results = _in_threads(
+            partial(first.forget, ids=[old.id or ""]),
+            partial(second.store, "My phone number is now 555-0202.", supersedes=[old.id or ""]),
+        )
+        assert not isinstance(results[0], Exception), results
+        assert first.count() == 0, results
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from cogito_lc import MemoryStore
+
+    memory = MemoryStore.from_database_url(
+        sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16), collection=sys.argv[2]
+    )
+    with memory._store.exclusive():
+        print("held", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, pg_url, pg_collection], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        done: list[Any] = []
+        supersede = partial(memory.store, DENVER, supersedes=[old.id or ""])
+        writer = threading.Thread(target=lambda: done.extend(_in_threads(supersede)))
+        writer.start()
+        writer.join(timeout=1.0)
+        assert writer.is_alive(), done  # it waits for the other replica's lock
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    writer.join(timeout=15)
+    assert not writer.is_alive()
+    [new] = done
+    assert not isinstance(new, Exception), new
+    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
 
 
 def test_postgres_start_up_completes_a_supersession_cut_short(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
@@ -499,6 +500,32 @@ def test_views_over_one_store_share_its_write_lock() -> None:
     assert (
         MemoryStore(InMemoryVectorStore(HashEmbeddings())).write_lock() is not memory.write_lock()
     )
+
+
+def test_the_lock_across_processes_is_taken_once_by_each_check_and_write() -> None:
+    memory = _memory()
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def across() -> Iterator[None]:
+        entered.append("in")
+        try:
+            yield
+        finally:
+            entered.append("out")
+
+    memory._store.exclusive = across  # type: ignore[method-assign]
+    old = memory.store(AUSTIN)
+    assert entered == []  # a write naming nothing takes only the lock of this process
+    new = memory.store(DENVER, supersedes=[old.id or ""])
+    assert entered == ["in", "out"]
+    memory.update(new.id or "", "I live in Denver, Colorado.")
+    memory.forget(ids=[new.id or ""])  # the forget deletes under it too: still once
+    assert entered == ["in", "out"] * 3
+    with pytest.raises(MemoryNotFoundError):
+        memory.forget(ids=[new.id or ""])
+    assert entered == ["in", "out"] * 4  # released after a refused call
+    assert not memory._guard.held_across_processes
 
 
 def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> None:

@@ -8,6 +8,7 @@ from cogito_lc.stores.lexical_index import lexical_terms
 from cogito_lc.stores.postgres import (
     DatabaseUnavailableError,
     PostgresDatabase,
+    WriteLockTimeoutError,
     redact_url,
     where_to_sql,
 )
@@ -79,6 +80,17 @@ def test_a_database_that_stopped_answering_is_503_with_retry_after() -> None:
     error = http_error_for(DatabaseUnavailableError("the database at postgresql://... is down"))
     assert error is not None
     assert error.status_code == 503
+    assert error.headers == {"Retry-After": "2"}
+
+
+def test_a_write_lock_held_too_long_by_another_replica_is_503_with_retry_after() -> None:
+    pytest.importorskip("fastapi")
+    from cogito_lc.service._service import http_error_for
+
+    error = http_error_for(WriteLockTimeoutError("another writer held the write lock ..."))
+    assert error is not None
+    assert error.status_code == 503
+    assert error.detail == "another replica held the store's write lock; retry shortly"
     assert error.headers == {"Retry-After": "2"}
 
 
