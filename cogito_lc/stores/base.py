@@ -366,7 +366,7 @@ class StoreAdapter:
 
         Nothing here: a store only one process writes needs none, and threads
         share a lock of their own. A database several replicas write takes a
-        lock there (:class:`~cogito_lc.stores.PostgresAdapter`).
+        lock there (:class:`~cogito_lc.stores.postgres.PostgresAdapter`).
         """
         return contextlib.nullcontext()
 
