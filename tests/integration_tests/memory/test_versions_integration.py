@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -21,6 +20,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge, SupersessionMethod
 from cogito_lc._core.versions import supersedes_value
 from tests.integration_tests.conftest_pg import closed_after_test
+from tests.races import in_threads, slow_reads
 
 AUSTIN = "I just moved to Austin, Texas."
 DENVER = "I'm all settled in Denver now."
@@ -68,35 +68,8 @@ def test_postgres_replicas_share_versions_and_forgetting(
 
 def _slow_replica(pg_url: str, collection: str) -> MemoryStore:
     """A replica of its own (own pool, own process lock) whose reads by id take 50 ms."""
-    memory = closed_after_test(_replica(pg_url, collection, DeterministicFakeEmbedding(size=16)))
-    read = memory._store.get
-
-    def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.05)
-        return read(*args, **kwargs)
-
-    memory._store.get = slow  # type: ignore[method-assign]
-    return memory
-
-
-def _in_threads(*calls: Callable[[], Any]) -> list[Any]:
-    """Run the calls at once; each one's result or exception, in order."""
-    results: list[Any] = [None] * len(calls)
-    barrier = threading.Barrier(len(calls))
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except Exception as error:
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    replica = _replica(pg_url, collection, DeterministicFakeEmbedding(size=16))
+    return slow_reads(closed_after_test(replica), seconds=0.05)
 
 
 def test_two_postgres_replicas_never_both_supersede_one_memory(
@@ -105,7 +78,7 @@ def test_two_postgres_replicas_never_both_supersede_one_memory(
     first, second = (_slow_replica(pg_url, pg_collection) for _ in range(2))
     for attempt in range(3):
         old = first.store(f"{AUSTIN} ({attempt})")
-        results = _in_threads(
+        results = in_threads(
             partial(first.store, DENVER, supersedes=[old.id or ""]),
             partial(second.store, f"I live in Boston now ({attempt}).", supersedes=[old.id or ""]),
         )
@@ -122,7 +95,7 @@ def test_a_forget_on_one_postgres_replica_racing_a_supersede_on_another_leaves_n
     first, second = (_slow_replica(pg_url, pg_collection) for _ in range(2))
     for attempt in range(3):
         old = first.store(f"{PHONE} ({attempt})")
-        results = _in_threads(
+        results = in_threads(
             partial(first.forget, ids=[old.id or ""]),
             partial(second.store, "My phone number is now 555-0202.", supersedes=[old.id or ""]),
         )
@@ -159,7 +132,7 @@ def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
         assert holder.stdout.readline().strip() == "held"
         done: list[Any] = []
         supersede = partial(memory.store, DENVER, supersedes=[old.id or ""])
-        writer = threading.Thread(target=lambda: done.extend(_in_threads(supersede)))
+        writer = threading.Thread(target=lambda: done.extend(in_threads(supersede)))
         writer.start()
         writer.join(timeout=1.0)
         assert writer.is_alive(), done  # it waits for the other replica's lock

@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
@@ -23,6 +21,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge
 from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.state import DirectoryStateStore
+from tests.races import in_threads, slow_reads
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import ScriptedChatModel
 
@@ -425,43 +424,11 @@ def test_forgetting_by_query_takes_the_other_versions_and_leaves_the_rest() -> N
     assert [d.id for d in memory.list()] == [lunch.id]
 
 
-def _in_threads(*calls: Callable[[], Any]) -> list[Any]:
-    """Run ``calls`` at once (after a barrier); each one's result or the exception it raised."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = calls[i]()
-        except Exception as error:
-            results[i] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
-def _slow_reads(memory: MemoryStore) -> MemoryStore:
-    """``memory`` with each read by id taking 20 ms: a check and its write are seconds apart."""
-    read = memory._store.get
-
-    def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.02)
-        return read(*args, **kwargs)
-
-    memory._store.get = slow  # type: ignore[method-assign]
-    return memory
-
-
 def test_two_writers_never_both_supersede_one_memory() -> None:
     for attempt in range(3):
-        memory = _slow_reads(_memory())
+        memory = slow_reads(_memory())
         old = memory.store(f"{AUSTIN} ({attempt})")
-        results = _in_threads(
+        results = in_threads(
             partial(memory.store, DENVER, supersedes=[old.id or ""]),
             partial(memory.store, "I live in Boston now.", supersedes=[old.id or ""]),
         )
@@ -482,9 +449,9 @@ def test_restating_a_superseded_fact_by_name_makes_it_current_again() -> None:
 
 def test_a_forget_racing_a_superseding_write_leaves_neither_version() -> None:
     for attempt in range(3):
-        memory = _slow_reads(_memory())
+        memory = slow_reads(_memory())
         old = memory.store(f"{PHONE_TEXT} ({attempt})")
-        results = _in_threads(
+        results = in_threads(
             partial(memory.forget, ids=[old.id or ""]),
             partial(memory.store, "My phone number is now 555-0202.", supersedes=[old.id or ""]),
         )
@@ -532,8 +499,8 @@ def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> Non
     for attempt in range(3):
         memory = _memory()
         phone = memory.store(f"{PHONE_TEXT} ({attempt})")
-        first, second = _slow_reads(memory.scoped({})), _slow_reads(memory.scoped({}))
-        _in_threads(
+        first, second = slow_reads(memory.scoped({})), slow_reads(memory.scoped({}))
+        in_threads(
             partial(first.forget, ids=[phone.id or ""]),
             partial(second.update, phone.id or "", "My phone number is 555-0303."),
         )
