@@ -159,7 +159,9 @@ def pointer_list_type(shown: int) -> Any:
     """Annotated type of an array of candidate numbers, each from 1 to ``shown``.
 
     The array holds at most ``shown`` numbers, so its JSON schema bounds both every
-    number and the length.
+    number and the length. Each number's schema lists the numbers (``enum``) beside
+    ``minimum`` and ``maximum``: grammar converters that skip the bounds
+    (llama-cpp-python's server) still constrain a number to the list.
 
     Args:
         shown: Number of candidates shown to the model.
@@ -167,7 +169,8 @@ def pointer_list_type(shown: int) -> Any:
     Returns:
         ``list[int]`` annotated with the bounds, for a pydantic model's field.
     """
-    pointer = Annotated[int, Field(ge=1, le=shown)]
+    numbers = list(range(1, shown + 1))
+    pointer = Annotated[int, Field(ge=1, le=shown, json_schema_extra={"enum": numbers})]
     return Annotated[list[pointer], Field(max_length=shown)]
 
 

@@ -85,6 +85,28 @@ def test_constrained_decoding_yields_a_bounded_integer_array(
 
 
 @pytest.mark.requires_llm
+def test_the_grammar_holds_a_number_past_the_candidates_out(
+    llm_chat_model: ChatModelFactory,
+) -> None:
+    # llama-cpp-python's grammar skips "minimum" and "maximum"; the "enum" beside them
+    # binds: told to copy an answer naming candidates 4 and 5 of 2, the model cannot.
+    docs = make_docs()[:2]
+    pointer_filter = PointerFilter.from_llm(
+        llm_chat_model(max_tokens=24),
+        prompt='Query: {query}\n{candidates}\nCopy this answer exactly: {{"ids": [4, 5]}}',
+        structured_output="json_object",
+        timeout=120,
+    )
+
+    result = pointer_filter.invoke_with_result({"query": QUERY, "documents": docs})
+
+    assert result.raw is not None
+    assert result.method is FilterMethod.FILTER, result.raw
+    assert all(n in {1, 2} for n in json.loads(result.raw)["ids"]), result.raw
+    assert_faithful(result.documents, docs)
+
+
+@pytest.mark.requires_llm
 async def test_concurrent_async_calls_with_constrained_decoding(
     llm_chat_model: ChatModelFactory,
 ) -> None:

@@ -435,7 +435,7 @@ def test_json_object_mode_sends_a_bounded_integer_array_schema() -> None:
     response_format = llm.calls[0]["kwargs"]["response_format"]
     assert response_format["type"] == "json_object"
     ids = response_format["schema"]["properties"]["ids"]
-    assert ids["items"] == {"type": "integer", "minimum": 1, "maximum": 4}
+    assert ids["items"] == {"type": "integer", "minimum": 1, "maximum": 4, "enum": [1, 2, 3, 4]}
     assert ids["maxItems"] == 4
     assert result.structured
     assert result.method is FilterMethod.FILTER
@@ -826,6 +826,7 @@ def test_a_tool_calling_model_of_any_vendor_gets_the_pointer_schema() -> None:
         "type": "integer",
         "minimum": 1,
         "maximum": len(docs),
+        "enum": list(range(1, len(docs) + 1)),
     }
 
 

@@ -528,7 +528,12 @@ def test_json_object_mode_sends_bounded_integer_arrays() -> None:
     assert schema["additionalProperties"] is False
     for key in ("supersedes", "repeats"):
         array = schema["properties"][key]
-        assert array["items"] == {"type": "integer", "minimum": 1, "maximum": 4}
+        assert array["items"] == {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4,
+            "enum": [1, 2, 3, 4],
+        }
         assert array["maxItems"] == 4
         assert array["description"]
     assert decision.structured
