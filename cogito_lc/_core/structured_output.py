@@ -65,7 +65,9 @@ StructuredOutputMode = Literal["auto", "langchain", "json_schema", "json_object"
 - ``json_schema``: ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM,
   LM Studio, llama.cpp's ``llama-server``).
 - ``json_object``: ``response_format={"type": "json_object", "schema": ...}``
-  (llama-cpp-python's server, which turns the schema into a grammar).
+  (llama-cpp-python's server, which turns the schema into a grammar). Its grammar
+  skips ``minimum`` and ``maximum``, so a bounded integer also lists its values
+  (``enum``) in this mode.
 - ``format``: Ollama's ``format=<schema>``.
 - ``none``: no schema; the reply is parsed tolerantly.
 
@@ -78,6 +80,8 @@ LIST_WRAPPER_KEY = "items"
 """Key under which a list is requested, since several servers need an object root."""
 
 _DROPPED_SCHEMA_KEYS = frozenset({"title", "default", "$defs", "definitions"})
+_LISTED_INTEGERS = 256
+"""The widest integer range :func:`_listed_bounds` writes out as an ``enum``."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ def structured_output_kwargs(
     if mode == "format":
         return {"format": schema}
     if mode == "json_object":
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object", "schema": _listed_bounds(schema)}}
     return {
         "response_format": {
             "type": "json_schema",
@@ -416,6 +420,30 @@ def _with_structured_output(
 
 def _first_paragraph(text: str) -> str:
     return text.strip().split("\n\n", 1)[0].strip()
+
+
+def _listed_bounds(schema: Any) -> Any:
+    """``schema`` with each integer bounded on both sides also listing its values (``enum``).
+
+    For grammars that skip ``minimum`` and ``maximum`` (llama-cpp-python's server):
+    a model told to name candidate 4 of 2 otherwise can. Other modes get the schema
+    as it is, since some servers refuse an integer ``enum`` (Gemini).
+    """
+    if isinstance(schema, list):
+        return [_listed_bounds(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    listed = {key: _listed_bounds(value) for key, value in schema.items()}
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if (
+        schema.get("type") == "integer"
+        and "enum" not in schema
+        and type(low) is int
+        and type(high) is int
+        and 0 <= high - low < _LISTED_INTEGERS
+    ):
+        listed["enum"] = list(range(low, high + 1))
+    return listed
 
 
 def _tighten(schema: Any) -> Any:

@@ -159,9 +159,7 @@ def pointer_list_type(shown: int) -> Any:
     """Annotated type of an array of candidate numbers, each from 1 to ``shown``.
 
     The array holds at most ``shown`` numbers, so its JSON schema bounds both every
-    number and the length. Each number's schema lists the numbers (``enum``) beside
-    ``minimum`` and ``maximum``: grammar converters that skip the bounds
-    (llama-cpp-python's server) still constrain a number to the list.
+    number and the length.
 
     Args:
         shown: Number of candidates shown to the model.
@@ -169,8 +167,7 @@ def pointer_list_type(shown: int) -> Any:
     Returns:
         ``list[int]`` annotated with the bounds, for a pydantic model's field.
     """
-    numbers = list(range(1, shown + 1))
-    pointer = Annotated[int, Field(ge=1, le=shown, json_schema_extra={"enum": numbers})]
+    pointer = Annotated[int, Field(ge=1, le=shown)]
     return Annotated[list[pointer], Field(max_length=shown)]
 
 

@@ -75,7 +75,11 @@ from cogito_lc.stores import (
     cosine_scores,
 )
 from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
-from cogito_lc.stores.postgres import PostgresDatabase, open_postgres_store
+from cogito_lc.stores.postgres import (
+    PostgresDatabase,
+    WriteLockTimeoutError,
+    open_postgres_store,
+)
 
 if TYPE_CHECKING:
     from cogito_lc.document_compressors.supersession import SupersessionJudge
@@ -312,7 +316,18 @@ class MemoryStore:
                 self.repair_search_index(recent=VERIFY_RECENT_MEMORIES)
                 if self._lexical is not None:
                     self._lexical.ensure_current()
+            self._complete_at_start()
+
+    def _complete_at_start(self) -> None:
+        """Complete supersessions cut short; a replica busy with the write lock only delays it."""
+        try:
             self.complete_supersessions(recent=VERIFY_RECENT_MEMORIES)
+        except WriteLockTimeoutError as busy:
+            logger.warning(
+                "supersessions cut short were not checked at start-up (%s); "
+                "call complete_supersessions() to check them",
+                busy,
+            )
 
     @classmethod
     def from_database_url(

@@ -687,8 +687,11 @@ class PostgresAdapter(BatchedSearchAdapter):
         import psycopg
 
         wait = min(WRITE_LOCK_WAIT_S, self.database.statement_timeout or WRITE_LOCK_WAIT_S)
-        with self.database.transaction() as conn:
+        # Rolled back at the end: it writes nothing. The server must not end it while
+        # idle (a setting of managed databases), or the lock would go with it.
+        with self.database.connection() as conn, conn.transaction(force_rollback=True):
             conn.execute(f"SET LOCAL lock_timeout = '{int(wait * 1000)}ms'")
+            conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
             try:
                 conn.execute(_WRITE_LOCK, [self.binding.table])
             except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):

@@ -307,8 +307,9 @@ ALLOWED = {
         "write lock's transaction holds a pooled connection); it reads no table",
     ),
     "write lock wait": Allowed(
-        re.compile(r"SET LOCAL lock_timeout = '\d+ms'"),
-        "how long the write lock that follows in the same transaction is waited for",
+        re.compile(r"SET LOCAL (?:lock_timeout = '\d+ms'|idle_in_transaction_session_timeout = 0)"),
+        "how long the write lock that follows in the same transaction is waited for, and "
+        "that the server keeps the transaction holding it while idle",
     ),
     "write lock": Allowed(
         re.compile(

@@ -430,6 +430,29 @@ def test_structured_output_kwargs_for_every_mode() -> None:
         structured_output_kwargs("auto", schema, name="Ids")
 
 
+def test_only_the_json_object_mode_lists_the_values_of_a_bounded_integer() -> None:
+    bounded = {"type": "integer", "minimum": 1, "maximum": 3}
+    schema = {
+        "type": "object",
+        "properties": {
+            "ids": {"type": "array", "items": bounded},
+            "wide": {"type": "integer", "minimum": 0, "maximum": 1000},
+            "open": {"type": "integer", "minimum": 1},
+            "share": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+    }
+
+    sent = structured_output_kwargs("json_object", schema, name="Ids")["response_format"]
+    properties = sent["schema"]["properties"]
+    assert properties["ids"]["items"] == {**bounded, "enum": [1, 2, 3]}
+    assert "enum" not in properties["wide"]  # too wide to write out
+    assert "enum" not in properties["open"]
+    assert "enum" not in properties["share"]
+    assert "enum" not in schema["properties"]["ids"]["items"]  # the caller's copy is kept
+    for mode in ("json_schema", "format"):  # Gemini, for one, refuses an integer enum
+        assert "enum" not in json.dumps(structured_output_kwargs(mode, schema, name="Ids"))
+
+
 def test_reply_text_of_messages_and_strings() -> None:
     assert reply_text(AIMessage(content=[{"type": "text", "text": "[1]"}])) == "[1]"
     assert reply_text("[2]") == "[2]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -21,6 +22,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge
 from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.state import DirectoryStateStore
+from cogito_lc.stores import InMemoryAdapter
+from cogito_lc.stores.postgres import WriteLockTimeoutError
 from tests.races import in_threads, slow_reads
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import ScriptedChatModel
@@ -493,6 +496,24 @@ def test_the_lock_across_processes_is_taken_once_by_each_check_and_write() -> No
         memory.forget(ids=[new.id or ""])
     assert entered == ["in", "out"] * 4  # released after a refused call
     assert not memory._guard.held_across_processes
+
+
+def test_a_start_while_another_replica_holds_the_write_lock_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    @contextlib.contextmanager
+    def busy(_adapter: object) -> Iterator[None]:
+        msg = "another writer held the write lock of table 'x' for 20 s"
+        raise WriteLockTimeoutError(msg)
+        yield
+
+    monkeypatch.setattr(InMemoryAdapter, "exclusive", busy)
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.memory.memory_store"):
+        memory = MemoryStore(InMemoryVectorStore(HashEmbeddings()))
+    assert "were not checked at start-up" in caplog.text
+    assert memory.store(AUSTIN).page_content == AUSTIN  # a plain write takes no such lock
+    with pytest.raises(WriteLockTimeoutError):
+        memory.store(DENVER, supersedes=[memory.list()[0].id or ""])
 
 
 def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> None:
