@@ -179,9 +179,12 @@ RETRY_AFTER = "2"
 
 def unavailable(name: str) -> HTTPException:
     """The 503 answered while the dependency ``name`` is unavailable, naming it."""
-    return HTTPException(
-        503, f"the {name} is unavailable; retry shortly", headers={"Retry-After": RETRY_AFTER}
-    )
+    return _retry_shortly(f"the {name} is unavailable; retry shortly")
+
+
+def _retry_shortly(detail: str) -> HTTPException:
+    """A 503 saying ``detail``, with the ``Retry-After`` every such answer carries."""
+    return HTTPException(503, detail, headers={"Retry-After": RETRY_AFTER})
 
 
 def _open_breaker(exc: BaseException) -> str | None:
@@ -240,11 +243,7 @@ def _answered_error(exc: Exception) -> HTTPException | None:
         return HTTPException(404, _NOT_HERE)
     if isinstance(exc, WriteLockTimeoutError):
         logger.warning("%s", exc)
-        return HTTPException(
-            503,
-            "another replica held the store's write lock; retry shortly",
-            headers={"Retry-After": RETRY_AFTER},
-        )
+        return _retry_shortly("another replica held the store's write lock; retry shortly")
     return None
 
 
