@@ -607,7 +607,7 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         self._check_text(text)
         replacement = None if metadata is None else _check_metadata(metadata)
-        with self._exclusive():
+        with self.exclusive():
             current = self._require(id, target)
             merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
             document = Document(page_content=text, metadata=merged, id=id)
@@ -729,7 +729,7 @@ class MemoryStore:
             msg = "forget needs exactly one of query= (what to forget) or ids= (which memories)."
             raise ValueError(msg)
         checked = None if query is None else check_query(query, name="query")
-        with self._exclusive():  # no write naming one of them lands between finding and deleting
+        with self.exclusive():  # no write naming one of them lands between finding and deleting
             if checked is None:
                 roots, method = self._forget_ids(ids or [], target), "ids"
             else:
@@ -798,11 +798,15 @@ class MemoryStore:
     def _lock(self) -> threading.RLock:
         return self._guard.lock
 
-    def _exclusive(self) -> AbstractContextManager[None]:
+    def exclusive(self) -> AbstractContextManager[None]:
         """The write lock, and the store's lock across processes (replicas over one database).
 
         For a check and the write it allows: what a memory supersedes is still
         current, what a forget or delete removes is not written again meanwhile.
+        Every forget and delete holds it, in every process over the store.
+
+        Raises:
+            WriteLockTimeoutError: If another process held the store's lock too long.
         """
         return self._guard.exclusive(self._store.exclusive)
 
@@ -815,17 +819,38 @@ class MemoryStore:
         """How many forgets and deletes ran over this vector store object in this process."""
         return self._guard.forgets
 
-    def save_state(self, files: Mapping[str, str], *, forgets: int) -> bool:
-        """Write ``files`` to :attr:`state` unless memories were forgotten since ``forgets``.
+    def save_state(
+        self,
+        files: Mapping[str, str],
+        *,
+        forgets: int,
+        sources: Sequence[str] = (),
+        scope: ScopeLike = None,
+    ) -> bool:
+        """Write ``files`` to :attr:`state` unless memories were forgotten since they were read.
 
         For what is built from memories (a snapshot): when a forget or delete
         ran while it was built, it may hold forgotten text and is not saved.
+        Forgets in this process are told by ``forgets`` (:attr:`forgets` before
+        the build); those of other processes over the store (replicas over one
+        database) by a ``sources`` id no longer stored. The check and the write
+        are one step under :meth:`exclusive`.
+
+        Args:
+            files: The state files to write.
+            forgets: :attr:`forgets` read before the memories were.
+            sources: The ids of the memories the files were built from.
+            scope: The scope they were read from instead of the store's.
 
         Returns:
             Whether the files were written (False too when the store keeps no state).
         """
-        with self._lock:
+        with self.exclusive():
             if self.state is None or self._guard.forgets != forgets:
+                return False
+            wanted = builtins.list(dict.fromkeys(sources))
+            where = as_scope(scope, self.scope).where()
+            if wanted and len(self._store.get(wanted, where)) < len(wanted):
                 return False
             self.state.write(dict(files))
         return True
@@ -854,7 +879,7 @@ class MemoryStore:
         Returns:
             How many memories were marked.
         """
-        with self._exclusive():
+        with self.exclusive():
             if recent is None:
                 self._store.check_filters_by_metadata("MemoryStore.complete_supersessions")
                 documents = self._store.page(None, max(self._store.count(None), 1), 0)
@@ -922,7 +947,7 @@ class MemoryStore:
                 (a memory of another scope is neither deleted nor revealed).
         """
         target = as_scope(scope, self.scope)
-        with self._exclusive():
+        with self.exclusive():
             self._require(id, target)
             self._delete([id], target)
             self._drop_snapshot()
@@ -935,7 +960,7 @@ class MemoryStore:
             msg = "delete_scope needs a scope with at least one key; it never clears the store."
             raise ValueError(msg)
         self._store.check_filters_by_metadata("MemoryStore.delete_scope")
-        with self._exclusive():
+        with self.exclusive():
             ids = self._store.ids_in(target.where())
             self._delete(ids, target)
             self._drop_snapshot()
@@ -1372,7 +1397,7 @@ class MemoryStore:
         earlier) it is left out. A crash between the write and the marks is
         completed at start-up.
         """
-        with self._exclusive():
+        with self.exclusive():
             if named:
                 replaced = self._replaceable(supersedes, scope)
                 held = self._existing([doc.id or ""])

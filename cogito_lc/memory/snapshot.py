@@ -206,19 +206,24 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             memories = memory.list(target, limit=self.sample_size, include_superseded=False)
             text, method = self._text(memories)
             snapshot = Snapshot(text, None, _now(), count, len(memories), method)
-            if dry_run or memory.state is None or _save(memory, snapshot, forgets):
+            if dry_run or memory.state is None:
+                return snapshot
+            if _save(memory, snapshot, forgets, memories, target):
                 return snapshot
             logger.info("memories were forgotten while the snapshot was built; building it again")
         return self._built_between_forgets(memory, target, count)
 
     def _built_between_forgets(self, memory: MemoryStore, target: Scope, count: int) -> Snapshot:
-        """The grouped snapshot, listed and saved with no forget in between (no model call)."""
-        with memory.write_lock():
+        """The grouped snapshot, listed and saved with no forget in between (no model call).
+
+        Forgets wait meanwhile, in every process over the store.
+        """
+        with memory.exclusive():
             forgets = memory.forgets
             memories = memory.list(target, limit=self.sample_size, include_superseded=False)
             text, method = self._grouped(memories, "forgotten_during_build")
             snapshot = Snapshot(text, None, _now(), count, len(memories), method)
-            _save(memory, snapshot, forgets)
+            _save(memory, snapshot, forgets, memories, target)
         return snapshot
 
     def _stale(self, snapshot: Snapshot, count: int) -> bool:
@@ -280,15 +285,25 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
-    """Save ``snapshot`` unless memories were forgotten since ``forgets`` (it may hold them)."""
+def _save(
+    memory: MemoryStore,
+    snapshot: Snapshot,
+    forgets: int,
+    sources: list[Document],
+    scope: Scope,
+) -> bool:
+    """Save ``snapshot`` unless one of its ``sources`` was forgotten (it may hold its text).
+
+    ``forgets`` tells a forget in this process; a source no longer stored, one in another.
+    """
     assert memory.state is not None  # noqa: S101 - checked by the caller
     snapshot.path = memory.state.location(SNAPSHOT_FILE)
     files = {
         SNAPSHOT_FILE: snapshot.text,
         SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
     }
-    return memory.save_state(files, forgets=forgets)
+    ids = [doc.id for doc in sources if doc.id]
+    return memory.save_state(files, forgets=forgets, sources=ids, scope=scope)
 
 
 def load_snapshot(memory: MemoryStore) -> Snapshot | None:

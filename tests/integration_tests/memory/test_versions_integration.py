@@ -19,6 +19,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge, SupersessionMethod
 from cogito_lc._core.versions import supersedes_value
+from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot
 from tests.integration_tests.conftest_pg import closed_after_test
 from tests.races import in_threads, slow_reads
 
@@ -144,6 +145,34 @@ def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
     [new] = done
     assert not isinstance(new, Exception), new
     assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
+
+
+def test_a_snapshot_built_across_a_forget_on_another_postgres_replica_is_not_saved(
+    pg_url: str, pg_collection: str
+) -> None:
+    builder, forgetter = (_slow_replica(pg_url, pg_collection) for _ in range(2))
+    phone = builder.store(PHONE)
+    builder.store(AUSTIN)
+    page = builder._store.page
+    forgot: list[str] = []
+
+    def page_then_forget_elsewhere(*args: Any, **kwargs: Any) -> Any:
+        listed = page(*args, **kwargs)
+        if not forgot:  # the other replica forgets once the build has read its memories
+            forgot.extend(forgetter.forget(ids=[phone.id or ""]).ids)
+        return listed
+
+    builder._store.page = page_then_forget_elsewhere  # type: ignore[method-assign]
+    snapshot = SnapshotBuilder.from_llm(None).build(builder)
+
+    assert forgot == [phone.id]
+    assert "555" not in snapshot.text
+    assert "Austin" in snapshot.text
+    for replica in (builder, forgetter):
+        saved = load_snapshot(replica)
+        assert saved is not None
+        assert "555" not in saved.text
+        assert "Austin" in saved.text
 
 
 def test_postgres_start_up_completes_a_supersession_cut_short(
