@@ -848,12 +848,37 @@ class MemoryStore:
         with self.exclusive():
             if self.state is None or self._guard.forgets != forgets:
                 return False
-            wanted = builtins.list(dict.fromkeys(sources))
-            where = as_scope(scope, self.scope).where()
-            if wanted and len(self._store.get(wanted, where)) < len(wanted):
+            if self.missing(sources, scope=scope):
                 return False
             self.state.write(dict(files))
         return True
+
+    def drop_state(self, names: Sequence[str]) -> None:
+        """Delete ``names`` from :attr:`state`, unless a save is under way (:meth:`exclusive`)."""
+        with self.exclusive():
+            if self.state is not None:
+                self.state.delete(names)
+
+    def missing(self, ids: Sequence[str], *, scope: ScopeLike = None) -> builtins.list[str]:
+        """The ids of ``ids`` that no memory of the scope has (forgotten, deleted or never stored).
+
+        Example:
+            ```python
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            from cogito_lc import MemoryStore
+            from cogito_lc.bench.hash_embeddings import HashEmbeddings
+
+            memory = MemoryStore(InMemoryVectorStore(HashEmbeddings()))
+            kept = memory.store("Deploys go out on Tuesdays.")
+            assert memory.missing([kept.id or "", "no-such-id"]) == ["no-such-id"]
+            ```
+        """
+        wanted = builtins.list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        found = {doc.id for doc in self._store.get(wanted, as_scope(scope, self.scope).where())}
+        return [i for i in wanted if i not in found]
 
     def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
         name, record = audit_record(ids, scope.metadata(), reason)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +49,9 @@ class Snapshot:
         method: How it was built: a method tag listed under
             :data:`~cogito_lc.METADATA_KEY` (``cached`` when an existing snapshot
             was still fresh).
+        sources: The ids of the memories it was built from; once one of them
+            is forgotten or deleted, the saved snapshot is not served again.
+        scope: The scope it was built from (its metadata).
     """
 
     text: str
@@ -57,6 +60,8 @@ class Snapshot:
     count: int
     sampled: int
     method: str
+    sources: list[str] = field(default_factory=list)
+    scope: dict[str, Any] = field(default_factory=dict)
 
 
 class Topic(BaseModel):
@@ -205,10 +210,10 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             forgets = memory.forgets
             memories = memory.list(target, limit=self.sample_size, include_superseded=False)
             text, method = self._text(memories)
-            snapshot = Snapshot(text, None, _now(), count, len(memories), method)
+            snapshot = _snapshot(text, count, memories, method, target)
             if dry_run or memory.state is None:
                 return snapshot
-            if _save(memory, snapshot, forgets, memories, target):
+            if _save(memory, snapshot, forgets):
                 return snapshot
             logger.info("memories were forgotten while the snapshot was built; building it again")
         return self._built_between_forgets(memory, target, count)
@@ -222,8 +227,8 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             forgets = memory.forgets
             memories = memory.list(target, limit=self.sample_size, include_superseded=False)
             text, method = self._grouped(memories, "forgotten_during_build")
-            snapshot = Snapshot(text, None, _now(), count, len(memories), method)
-            _save(memory, snapshot, forgets, memories, target)
+            snapshot = _snapshot(text, count, memories, method, target)
+            _save(memory, snapshot, forgets)
         return snapshot
 
     def _stale(self, snapshot: Snapshot, count: int) -> bool:
@@ -285,14 +290,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _save(
-    memory: MemoryStore,
-    snapshot: Snapshot,
-    forgets: int,
-    sources: list[Document],
-    scope: Scope,
-) -> bool:
-    """Save ``snapshot`` unless one of its ``sources`` was forgotten (it may hold its text).
+def _snapshot(
+    text: str, count: int, memories: list[Document], method: str, scope: Scope
+) -> Snapshot:
+    sources = [doc.id for doc in memories if doc.id]
+    return Snapshot(text, None, _now(), count, len(memories), method, sources, scope.metadata())
+
+
+def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
+    """Save ``snapshot`` unless one of its sources was forgotten (it may hold its text).
 
     ``forgets`` tells a forget in this process; a source no longer stored, one in another.
     """
@@ -302,12 +308,15 @@ def _save(
         SNAPSHOT_FILE: snapshot.text,
         SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
     }
-    ids = [doc.id for doc in sources if doc.id]
-    return memory.save_state(files, forgets=forgets, sources=ids, scope=scope)
+    return memory.save_state(files, forgets=forgets, sources=snapshot.sources, scope=snapshot.scope)
 
 
 def load_snapshot(memory: MemoryStore) -> Snapshot | None:
-    """The snapshot saved in ``memory``'s state (files or a table), or None when none was built."""
+    """The snapshot saved in ``memory``'s state (files or a table), or None when none was built.
+
+    A snapshot one of whose memories was forgotten or deleted since it was built
+    (by any process, through any view) is None too, and is dropped from the state.
+    """
     state = memory.state
     if state is None:
         return None
@@ -318,7 +327,12 @@ def load_snapshot(memory: MemoryStore) -> Snapshot | None:
             return None
         meta = json.loads(meta_text)
         meta["text"] = text
-        return Snapshot(**meta)
+        snapshot = Snapshot(**meta)
     except (OSError, ValueError, TypeError) as exc:
         logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None
+    if memory.missing(snapshot.sources, scope=snapshot.scope):
+        logger.info("dropping the snapshot in %s: it holds forgotten memories", state.location(""))
+        memory.drop_state(SNAPSHOT_FILES)
+        return None
+    return snapshot

@@ -176,3 +176,35 @@ def test_forgetting_in_a_view_drops_the_snapshot_of_the_store_it_came_from(
     alice.forget(ids=[secret.id or ""])
     assert load_snapshot(root) is None
     assert "4711" not in SnapshotBuilder.from_llm(None).build(root).text
+
+
+def test_a_view_snapshot_holding_what_its_root_forgot_is_not_served_again(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    alice = root.scoped({"user_id": "alice"}, data_dir=tmp_path / "alice")
+    secret = alice.store("Alice's door code is 4711.")
+    alice.store(MEMORIES[0])
+    built = SnapshotBuilder.from_llm(None).build(alice)
+    assert "4711" in built.text
+    assert sorted(built.sources) == sorted(d.id for d in alice.list())
+    assert built.scope == {"user_id": "alice"}
+
+    root.forget(ids=[secret.id or ""], scope={"user_id": "alice"})  # the root knows no view
+
+    assert load_snapshot(alice) is None
+    assert not (tmp_path / "alice" / "snapshot.md").exists()
+    rebuilt = SnapshotBuilder.from_llm(None).build(alice)
+    assert "4711" not in rebuilt.text
+    assert MEMORIES[0] in rebuilt.text
+
+
+def test_a_snapshot_saved_before_sources_were_kept_still_loads(memory: MemoryStore) -> None:
+    SnapshotBuilder.from_llm(None).build(memory)
+    assert memory.state is not None
+    meta = json.loads(memory.state.read("snapshot.json") or "{}")
+    del meta["sources"], meta["scope"]
+    memory.state.write({"snapshot.json": json.dumps(meta)})
+    loaded = load_snapshot(memory)
+    assert loaded is not None
+    assert loaded.sources == []
