@@ -24,7 +24,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.display import escape_controls
 from cogito_lc._core.filters import and_filters
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.timestamps import parse_since
+from cogito_lc._core.timestamps import parse_since, parse_timestamp
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc._core.versions import (
     SUPERSEDES_KEY,
@@ -460,8 +460,10 @@ class MemoryStore:
 
         Raises:
             ValueError: On empty or over-long text, metadata that is not JSON
-                scalars or uses a reserved key, an unknown scope key, or a
-                ``created_at`` that is not a timestamp.
+                scalars or uses a reserved key, an unknown scope key, a
+                ``created_at`` that is not a timestamp, or a memory of
+                ``supersedes`` written after this one (a judge's choice of one is
+                left out instead).
             MemoryNotFoundError: If an id of ``supersedes`` is not a current
                 memory of the scope.
         """
@@ -1424,12 +1426,15 @@ class MemoryStore:
         """
         with self.exclusive():
             if named:
-                replaced = self._replaceable(supersedes, scope)
+                replaced = self._replaceable(supersedes, doc, scope)
                 held = self._existing([doc.id or ""])
                 if held and is_superseded(held[0].metadata) and _same_memory(held[0], doc):
                     doc.id = _restated_id(doc)  # said again after it was superseded
             else:
-                replaced = self._current(supersedes, scope)
+                current, later = self._current(supersedes, scope, doc)
+                if later:
+                    logger.info("not superseding %s: written after the new memory", later)
+                replaced = [i for i in current if i not in later]
             if replaced:
                 doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
             written = self._write([doc])[0]
@@ -1437,28 +1442,38 @@ class MemoryStore:
                 self._apply_marks(superseded_marks(doc), scope.where())
         return written
 
-    def _current(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
-        """The ids of ``ids`` naming current memories of ``scope``, in order."""
-        current = {
-            doc.id
-            for doc in self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
-            if not is_superseded(doc.metadata)
-        }
-        return [i for i in dict.fromkeys(ids) if i in current]
+    def _current(
+        self, ids: Sequence[str], scope: Scope, new: Document
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """The ids of ``ids`` naming current memories of ``scope`` (in order), and the later ones.
 
-    def _replaceable(self, ids: Sequence[str], scope: Scope) -> builtins.list[str]:
+        The later ones were written after ``new`` (by ``created_at``): it cannot replace them.
+        """
+        found = self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
+        current = {doc.id: doc for doc in found if not is_superseded(doc.metadata)}
+        ordered = [i for i in dict.fromkeys(ids) if i in current]
+        return ordered, [i for i in ordered if _written_after(current[i], new)]
+
+    def _replaceable(self, ids: Sequence[str], new: Document, scope: Scope) -> builtins.list[str]:
         if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
             msg = f"supersedes must be a list of memory ids, got {ids!r}."
             raise ValueError(msg)
-        current = set(self._current(ids, scope))
-        missing = [i for i in ids if i not in current]
+        current, later = self._current(ids, scope, new)
+        missing = [i for i in ids if i not in set(current)]
         if missing:
             msg = (
                 f"supersedes names {missing}, which are not current memories in scope "
                 f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
             )
             raise MemoryNotFoundError(msg, ids=missing)
-        return builtins.list(dict.fromkeys(ids))
+        if later:
+            msg = (
+                f"supersedes names {later}, written after this memory (created_at "
+                f"{new.metadata.get('created_at')}); a memory replaces only earlier ones: "
+                "pass a later created_at, or leave them out."
+            )
+            raise ValueError(msg)
+        return current
 
     def _judge(
         self, doc: Document, scope: Scope
@@ -1575,6 +1590,13 @@ def _similar_to_first(
         return [1.0] + [0.0] * (len(texts) - 1)
     vectors = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
     return [float(x) for x in cosine_scores(vectors[0], vectors)]
+
+
+def _written_after(old: Document, new: Document) -> bool:
+    """Whether ``old`` was written after ``new`` by ``created_at`` (unknown times are not)."""
+    old_at = parse_timestamp(old.metadata.get("created_at"))
+    new_at = parse_timestamp(new.metadata.get("created_at"))
+    return old_at is not None and new_at is not None and old_at > new_at
 
 
 def _restated_id(doc: Document) -> str:

@@ -344,6 +344,30 @@ def test_a_caller_can_name_what_a_memory_supersedes() -> None:
         memory.store("Boston now.", supersedes=new.id)  # type: ignore[arg-type]
 
 
+def test_a_memory_cannot_be_named_to_supersede_a_later_one() -> None:
+    memory = _memory()
+    later = memory.store(DENVER, created_at="2026-03-01T00:00:00Z")
+    with pytest.raises(ValueError, match=r"written after this memory .*later created_at"):
+        memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z", supersedes=[later.id or ""])
+    assert [d.id for d in memory.list()] == [later.id]  # nothing was written
+    same_time = memory.store(AUSTIN, created_at="2026-03-01T00:00:00Z", supersedes=[later.id or ""])
+    assert [d.id for d in memory.history(later.id or "")] == [later.id, same_time.id]
+
+
+def test_a_judge_choosing_a_later_memory_supersedes_nothing() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    later = memory.store(DENVER, created_at="2026-03-01T00:00:00Z")
+    earlier = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z", supersede=True)
+    assert "supersedes" not in earlier.metadata
+    stored = memory.get(later.id or "")
+    assert stored is not None
+    assert "superseded_by" not in stored.metadata
+    current = [
+        d.id for d in memory.as_retriever(k=2).invoke("Where do I live?", as_of="2026-04-01")
+    ]
+    assert later.id in current
+
+
 def test_forgetting_drops_the_cached_copies_and_deletes_are_audited() -> None:
     memory = _memory()
     recall = memory.as_retriever()
