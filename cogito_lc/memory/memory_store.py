@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 from langchain_core.documents import Document
@@ -456,14 +456,15 @@ class MemoryStore:
                 and the returned document is the request, not stored.
             supersedes: The ids of current memories of the scope this one
                 replaces, when the caller knows them (no judge is asked): they
-                are kept as stored and marked superseded by it.
+                are kept as stored and marked superseded by it. A memory
+                replaces only earlier memories written in its own scope.
 
         Raises:
             ValueError: On empty or over-long text, metadata that is not JSON
                 scalars or uses a reserved key, an unknown scope key, a
                 ``created_at`` that is not a timestamp, or a memory of
-                ``supersedes`` written after this one (a judge's choice of one is
-                left out instead).
+                ``supersedes`` written after this one or in a narrower scope (a
+                judge is not shown those).
             MemoryNotFoundError: If an id of ``supersedes`` is not a current
                 memory of the scope.
         """
@@ -1431,10 +1432,11 @@ class MemoryStore:
                 if held and is_superseded(held[0].metadata) and _same_memory(held[0], doc):
                     doc.id = _restated_id(doc)  # said again after it was superseded
             else:
-                current, later = self._current(supersedes, scope, doc)
-                if later:
-                    logger.info("not superseding %s: written after the new memory", later)
-                replaced = [i for i in current if i not in later]
+                found = self._current(supersedes, scope, doc)
+                if found.later or found.narrower:
+                    left_out = [*found.later, *found.narrower]
+                    logger.info("not superseding %s: later or of a narrower scope", left_out)
+                replaced = found.ids
             if replaced:
                 doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
             written = self._write([doc])[0]
@@ -1442,38 +1444,45 @@ class MemoryStore:
                 self._apply_marks(superseded_marks(doc), scope.where())
         return written
 
-    def _current(
-        self, ids: Sequence[str], scope: Scope, new: Document
-    ) -> tuple[builtins.list[str], builtins.list[str]]:
-        """The ids of ``ids`` naming current memories of ``scope`` (in order), and the later ones.
-
-        The later ones were written after ``new`` (by ``created_at``): it cannot replace them.
-        """
+    def _current(self, ids: Sequence[str], scope: Scope, new: Document) -> _Replaceable:
+        """Which of ``ids`` name current memories of ``scope`` that ``new`` may replace."""
         found = self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
         current = {doc.id: doc for doc in found if not is_superseded(doc.metadata)}
         ordered = [i for i in dict.fromkeys(ids) if i in current]
-        return ordered, [i for i in ordered if _written_after(current[i], new)]
+        later = [i for i in ordered if _written_after(current[i], new)]
+        narrower = [i for i in ordered if not scope.holds_exactly(current[i].metadata)]
+        return _Replaceable(
+            [i for i in ordered if i not in later and i not in narrower], later, narrower
+        )
 
     def _replaceable(self, ids: Sequence[str], new: Document, scope: Scope) -> builtins.list[str]:
         if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
             msg = f"supersedes must be a list of memory ids, got {ids!r}."
             raise ValueError(msg)
-        current, later = self._current(ids, scope, new)
-        missing = [i for i in ids if i not in set(current)]
+        found = self._current(ids, scope, new)
+        held = {*found.ids, *found.later, *found.narrower}
+        missing = [i for i in ids if i not in held]
         if missing:
             msg = (
                 f"supersedes names {missing}, which are not current memories in scope "
                 f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
             )
             raise MemoryNotFoundError(msg, ids=missing)
-        if later:
+        if found.later:
             msg = (
-                f"supersedes names {later}, written after this memory (created_at "
+                f"supersedes names {found.later}, written after this memory (created_at "
                 f"{new.metadata.get('created_at')}); a memory replaces only earlier ones: "
                 "pass a later created_at, or leave them out."
             )
             raise ValueError(msg)
-        return current
+        if found.narrower:
+            msg = (
+                f"supersedes names {found.narrower}, memories of a narrower scope than "
+                f"{scope.metadata() or 'all'}; a memory replaces only memories of its own "
+                "scope: store the new version in theirs."
+            )
+            raise ValueError(msg)
+        return found.ids
 
     def _judge(
         self, doc: Document, scope: Scope
@@ -1484,7 +1493,7 @@ class MemoryStore:
         candidates = [
             found
             for found in self._related_retriever(scope).invoke(doc.page_content)
-            if found.id != doc.id and scope.contains(found.metadata)
+            if found.id != doc.id and scope.holds_exactly(found.metadata)
         ]
         if not candidates:
             return "skipped_empty", [], []
@@ -1590,6 +1599,17 @@ def _similar_to_first(
         return [1.0] + [0.0] * (len(texts) - 1)
     vectors = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
     return [float(x) for x in cosine_scores(vectors[0], vectors)]
+
+
+class _Replaceable(NamedTuple):
+    """The memories a new one names, sorted by whether it may replace them."""
+
+    ids: builtins.list[str]
+    """Current memories of its own scope written no later than it: those it replaces."""
+    later: builtins.list[str]
+    """Current memories written after it."""
+    narrower: builtins.list[str]
+    """Current memories of a narrower scope than its own."""
 
 
 def _written_after(old: Document, new: Document) -> bool:

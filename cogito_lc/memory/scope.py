@@ -57,6 +57,12 @@ class Scope(BaseModel):
         """Whether a memory with this metadata is inside the scope."""
         return all(metadata.get(key) == value for key, value in self.items())
 
+    def holds_exactly(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a memory with this metadata was written in this scope, not a narrower one."""
+        return self.contains(metadata) and all(
+            metadata.get(key) is None for key in SCOPE_KEYS if getattr(self, key) is None
+        )
+
     def __bool__(self) -> bool:
         return bool(self.items())
 

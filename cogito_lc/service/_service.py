@@ -699,9 +699,9 @@ class MemoryService:
 
         Raises:
             RequestValidationError: If the text, id or metadata cannot be stored.
-            HTTPException: 409 for an id held by another memory or a memory to
-                supersede written after now, 404 when a memory to supersede is not
-                current in the scope.
+            HTTPException: 409 for an id held by another memory, or a memory to
+                supersede written after now or in a narrower scope; 404 when a
+                memory to supersede is not current in the scope.
         """
         check_pending(PendingStore(view.memory, text, memory_id, metadata))
         try:
@@ -715,8 +715,8 @@ class MemoryService:
             raise id_conflict() from None
         except MemoryNotFoundError as missing:
             raise HTTPException(404, _naming(_NOT_CURRENT, missing.ids)) from None
-        except ValueError as later:  # the text, id and metadata were checked above
-            raise HTTPException(409, str(later)) from None
+        except ValueError as refused:  # later or narrower: text, id, metadata were checked
+            raise HTTPException(409, str(refused)) from None
 
     def add(
         self,

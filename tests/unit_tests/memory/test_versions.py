@@ -368,6 +368,19 @@ def test_a_judge_choosing_a_later_memory_supersedes_nothing() -> None:
     assert later.id in current
 
 
+def test_a_memory_supersedes_only_memories_of_its_own_scope() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    helpdesk = {"user_id": "u1", "agent_id": "helpdesk"}
+    narrower = memory.store(AUSTIN, scope=helpdesk, created_at="2026-01-01T00:00:00Z")
+    with pytest.raises(ValueError, match=r"narrower scope .*store the new version in theirs"):
+        memory.store(DENVER, supersedes=[narrower.id or ""])
+    broader = memory.store(DENVER, created_at="2026-03-01T00:00:00Z", supersede=True)
+    assert "supersedes" not in broader.metadata  # the judge was shown no narrower memory
+    assert [d.id for d in memory.scoped(helpdesk).list(include_superseded=False)] == [narrower.id]
+    in_theirs = memory.store(DENVER, scope=helpdesk, supersedes=[narrower.id or ""])
+    assert [d.id for d in memory.history(narrower.id or "")] == [narrower.id, in_theirs.id]
+
+
 def test_forgetting_drops_the_cached_copies_and_deletes_are_audited() -> None:
     memory = _memory()
     recall = memory.as_retriever()
