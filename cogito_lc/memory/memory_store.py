@@ -732,11 +732,13 @@ class MemoryStore:
             msg = "forget needs exactly one of query= (what to forget) or ids= (which memories)."
             raise ValueError(msg)
         checked = None if query is None else check_query(query, name="query")
+        # Matched before the lock (the model embeds), read again under it.
+        matched = None if checked is None else self._forget_matches(checked, target)
         with self.exclusive():  # no write naming one of them lands between finding and deleting
-            if checked is None:
+            if matched is None:
                 roots, method = self._forget_ids(ids or [], target), "ids"
             else:
-                roots, method = self._forget_matches(checked, target), "matched"
+                roots, method = self._still_stored(matched, checked or "", target), "matched"
             forgotten = list(
                 dict.fromkeys(
                     doc.id or ""
@@ -768,20 +770,28 @@ class MemoryStore:
             raise MemoryNotFoundError(msg, ids=missing)
         return found
 
-    def _forget_matches(self, query: str, scope: Scope) -> builtins.list[Document]:
+    def _forget_matches(self, query: str, scope: Scope) -> builtins.list[str]:
+        """The ids of the memories a forget by ``query`` takes (recalled and embedded: no lock)."""
         found = self._related_retriever(scope).invoke(query, include_superseded=True)
         cosines = [float(doc.metadata.get(METADATA_KEY, {}).get("cosine", 0.0)) for doc in found]
         if not found or cosines[0] < self.forget_min_cosine:
-            msg = f"no memory in scope {scope.metadata() or 'all'} matches query={query!r}"
-            raise MemoryNotFoundError(msg)
+            raise _no_match(query, scope)
         near = _similar_to_first([doc.page_content for doc in found], self._embeddings())
-        ids = [
+        return [
             doc.id or ""
             for doc, cosine, similarity in zip(found, cosines, near, strict=True)
             if cosine >= max(self.forget_min_cosine, cosines[0] - self.forget_margin)
             or similarity >= self.forget_similarity
         ]
-        return self._store.get(ids, scope.where())
+
+    def _still_stored(
+        self, ids: builtins.list[str], query: str, scope: Scope
+    ) -> builtins.list[Document]:
+        """The memories of ``ids`` as stored now: another forget may have taken them since."""
+        found = self._store.get(ids, scope.where())
+        if not found:
+            raise _no_match(query, scope)
+        return found
 
     def _embeddings(self) -> Embeddings | None:
         return self.vectorstore.embeddings
@@ -1347,8 +1357,14 @@ class MemoryStore:
         )
         return doc
 
-    def _write(self, documents: builtins.list[Document]) -> builtins.list[Document]:
+    def _write(
+        self,
+        documents: builtins.list[Document],
+        vectors: Sequence[Sequence[float]] | None = None,
+    ) -> builtins.list[Document]:
         """Add documents whose ids are new; the same memory stored again is kept as it is.
+
+        ``vectors`` are the documents' own, embedded beforehand (:meth:`StoreAdapter.vectors_for`).
 
         Raises:
             MemoryConflictError: If an id is held by a memory of another scope or
@@ -1370,7 +1386,9 @@ class MemoryStore:
                     raise MemoryConflictError(msg)
             if fresh:
                 self._mark_pending(list(fresh))
-                written = self._store.add_new(list(fresh.values()))
+                written = self._store.add_new(
+                    list(fresh.values()), _vectors_of(fresh, documents, vectors)
+                )
                 existing.update(self._raced(fresh, written))
                 if self._lexical is not None:
                     self._lexical.upsert([fresh[i] for i in fresh if i in written])
@@ -1425,6 +1443,7 @@ class MemoryStore:
         earlier) it is left out. A crash between the write and the marks is
         completed at start-up.
         """
+        vectors = self._store.vectors_for([doc])  # before other replicas wait on the lock
         with self.exclusive():
             if named:
                 replaced = self._replaceable(supersedes, doc, scope)
@@ -1439,7 +1458,7 @@ class MemoryStore:
                 replaced = found.ids
             if replaced:
                 doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
-            written = self._write([doc])[0]
+            written = self._write([doc], vectors)[0]
             if written is doc:
                 self._apply_marks(superseded_marks(doc), scope.where())
         return written
@@ -1599,6 +1618,23 @@ def _similar_to_first(
         return [1.0] + [0.0] * (len(texts) - 1)
     vectors = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
     return [float(x) for x in cosine_scores(vectors[0], vectors)]
+
+
+def _vectors_of(
+    chosen: Mapping[str, Document],
+    documents: Sequence[Document],
+    vectors: Sequence[Sequence[float]] | None,
+) -> builtins.list[Sequence[float]] | None:
+    """The vectors of the ``chosen`` documents, in order, from ``vectors`` of ``documents``."""
+    if vectors is None:
+        return None
+    by_document = {id(doc): vector for doc, vector in zip(documents, vectors, strict=True)}
+    return [by_document[id(doc)] for doc in chosen.values()]
+
+
+def _no_match(query: str, scope: Scope) -> MemoryNotFoundError:
+    msg = f"no memory in scope {scope.metadata() or 'all'} matches query={query!r}"
+    return MemoryNotFoundError(msg)
 
 
 class _Replaceable(NamedTuple):

@@ -345,13 +345,26 @@ class StoreAdapter:
         if ids:
             self.store.delete(ids=ids)
 
-    def add_new(self, documents: Sequence[Document]) -> set[str]:
+    def vectors_for(self, documents: Sequence[Document]) -> list[list[float]] | None:
+        """The vectors :meth:`add_new` would embed for ``documents``, embedded now.
+
+        For a write under :meth:`exclusive`: embedded before it, so no other
+        process waits on the model. None here: this store embeds in :meth:`add_new`.
+        """
+        del documents
+        return None
+
+    def add_new(
+        self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> set[str]:
         """Write documents whose ids are new; returns the ids written.
 
         Here every document is written (the caller checked the ids are new); a
         database adapter inserts only ids not held, so concurrent writers of
-        the same id make one row, and returns the ids it inserted.
+        the same id make one row, and returns the ids it inserted. ``vectors``
+        (from :meth:`vectors_for`, in order) spare embedding them again.
         """
+        del vectors  # vectors_for gives none here
         ids = [doc.id or "" for doc in documents]
         if documents:
             self.store.add_documents(list(documents), ids=ids)

@@ -824,7 +824,16 @@ class PostgresAdapter(BatchedSearchAdapter):
             ).fetchall()
         return [row_document(row) for row in reversed(rows)]
 
-    def add_new(self, documents: Sequence[Document]) -> set[str]:
+    def vectors_for(self, documents: Sequence[Document]) -> list[list[float]] | None:
+        """The documents embedded now, before the write lock other replicas wait on."""
+        return self._embedded(documents)
+
+    def _embedded(self, documents: Sequence[Document]) -> list[list[float]]:
+        return self.binding.embeddings.embed_documents([d.page_content for d in documents])
+
+    def add_new(
+        self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> set[str]:
         """Insert these documents in one statement; ids already held are left as they are.
 
         Returns:
@@ -832,7 +841,8 @@ class PostgresAdapter(BatchedSearchAdapter):
         """
         if not documents:
             return set()
-        vectors = self.binding.embeddings.embed_documents([d.page_content for d in documents])
+        if vectors is None:
+            vectors = self._embedded(documents)
         placeholders = ", ".join(["%s"] * (4 + len(COLUMNS)))
         names = ", ".join(
             ["id", "content", "embedding", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"]

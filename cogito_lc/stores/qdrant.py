@@ -619,12 +619,15 @@ class QdrantAdapter(BatchedSearchAdapter):
                 self.collection, points_selector=[point_id(i) for i in ids], wait=True
             )
 
-    def add_new(self, documents: Sequence[Document]) -> set[str]:
+    def add_new(
+        self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> set[str]:
         """Write the documents whose ids the collection does not hold; returns those ids.
 
         Points are inserted only where none exists (``INSERT_ONLY``), so a
         concurrent writer of the same id never overwrites the first one's point.
         """
+        del vectors  # vectors_for gives none here
         from qdrant_client import models
 
         held = set(

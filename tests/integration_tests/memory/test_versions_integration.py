@@ -21,7 +21,7 @@ from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge, Super
 from cogito_lc._core.versions import supersedes_value
 from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot
 from tests.integration_tests.conftest_pg import closed_after_test
-from tests.races import in_threads, slow_reads
+from tests.races import HeldEmbeddings, in_threads, slow_reads, while_held
 
 AUSTIN = "I just moved to Austin, Texas."
 DENVER = "I'm all settled in Denver now."
@@ -102,6 +102,25 @@ def test_a_forget_on_one_postgres_replica_racing_a_supersede_on_another_leaves_n
         )
         assert not isinstance(results[0], Exception), results
         assert first.count() == 0, results
+
+
+def test_a_postgres_replica_waiting_on_its_model_holds_no_other_replica_back(
+    pg_url: str, pg_collection: str
+) -> None:
+    embeddings = HeldEmbeddings(DeterministicFakeEmbedding(size=16))
+    stalled = closed_after_test(_replica(pg_url, pg_collection, embeddings))
+    other = closed_after_test(_replica(pg_url, pg_collection, DeterministicFakeEmbedding(size=16)))
+    austin, phone = other.store(AUSTIN), other.store(PHONE)
+    new_phone = while_held(
+        embeddings,
+        partial(stalled.store, "I live in Boston now.", supersedes=[austin.id or ""]),
+        partial(other.store, "My phone number is now 555-0202.", supersedes=[phone.id or ""]),
+    )
+    assert not isinstance(new_phone, Exception), new_phone
+    assert {d.id for d in other.list(include_superseded=False)} == {
+        new_phone.id,
+        *(d.id for d in stalled.history(austin.id or "")[1:]),
+    }
 
 
 HOLDER = textwrap.dedent(

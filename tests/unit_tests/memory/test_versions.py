@@ -24,7 +24,7 @@ from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.state import DirectoryStateStore
 from cogito_lc.stores import InMemoryAdapter
 from cogito_lc.stores.postgres import WriteLockTimeoutError
-from tests.races import in_threads, slow_reads
+from tests.races import HeldEmbeddings, in_threads, slow_reads, while_held
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import ScriptedChatModel
 
@@ -497,6 +497,20 @@ def test_a_forget_racing_a_superseding_write_leaves_neither_version() -> None:
         )
         assert not isinstance(results[0], Exception), results
         assert memory.count() == 0, results
+
+
+def test_a_forget_by_query_holds_no_lock_while_the_model_embeds() -> None:
+    embeddings = HeldEmbeddings(HashEmbeddings())
+    memory = MemoryStore(InMemoryVectorStore(embeddings), scope={"user_id": "u1"})
+    phone = memory.store(PHONE_TEXT)
+    austin = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    denver = while_held(
+        embeddings,
+        partial(memory.forget, "my phone number"),
+        partial(memory.store, DENVER, supersedes=[austin.id or ""]),
+    )
+    assert memory.get(phone.id or "") is None
+    assert [d.id for d in memory.history(austin.id or "")] == [austin.id, denver.id]
 
 
 def test_views_over_one_store_share_its_write_lock() -> None:
