@@ -123,6 +123,31 @@ def test_a_postgres_replica_waiting_on_its_model_holds_no_other_replica_back(
     }
 
 
+def test_a_lock_connection_lost_as_a_supersession_ends_reports_the_write_done(
+    pg_url: str, pg_collection: str
+) -> None:
+    import psycopg
+
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    mark = memory._apply_marks
+
+    def mark_then_lose_the_lock(*args: Any, **kwargs: Any) -> Any:
+        marked = mark(*args, **kwargs)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+            )
+        return marked
+
+    memory._apply_marks = mark_then_lose_the_lock  # type: ignore[method-assign]
+    new = memory.store(DENVER, supersedes=[old.id or ""])  # the server released the lock
+    del memory._apply_marks
+    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
+    assert memory.store(PHONE, supersedes=[new.id or ""]).page_content == PHONE  # no outage
+
+
 HOLDER = textwrap.dedent(
     """
     import sys, time
