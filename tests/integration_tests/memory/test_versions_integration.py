@@ -131,18 +131,22 @@ def test_a_lock_connection_lost_as_a_supersession_ends_reports_the_write_done(
     memory = _slow_replica(pg_url, pg_collection)
     old = memory.store(AUSTIN)
     mark = memory._apply_marks
+    terminated: list[Any] = []
 
     def mark_then_lose_the_lock(*args: Any, **kwargs: Any) -> Any:
         marked = mark(*args, **kwargs)
         with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+            terminated.extend(
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                    "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+                ).fetchall()
             )
         return marked
 
     memory._apply_marks = mark_then_lose_the_lock  # type: ignore[method-assign]
     new = memory.store(DENVER, supersedes=[old.id or ""])  # the server released the lock
+    assert terminated == [(True,)]
     del memory._apply_marks
     assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
     assert memory.store(PHONE, supersedes=[new.id or ""]).page_content == PHONE  # no outage
