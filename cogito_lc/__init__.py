@@ -47,6 +47,7 @@ from cogito_lc.memory.memory_store import (
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
+    SupersessionRefusedError,
 )
 from cogito_lc.memory.scope import Scope
 from cogito_lc.memory.seed import SeedSummary
@@ -101,6 +102,7 @@ __all__ = [
     "SupersessionJudge",
     "SupersessionJudgeBuilder",
     "SupersessionMethod",
+    "SupersessionRefusedError",
     "VocabCalibrator",
     "__version__",
     "load_snapshot",

@@ -16,6 +16,7 @@ from cogito_lc.memory.memory_store import (
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
+    SupersessionRefusedError,
 )
 from cogito_lc.memory.scope import Scope
 from cogito_lc.memory.seed import SeedSummary
@@ -32,6 +33,7 @@ __all__ = [
     "SeedSummary",
     "Snapshot",
     "SnapshotBuilder",
+    "SupersessionRefusedError",
     "VocabCalibrator",
     "load_snapshot",
     "markdown_memories",

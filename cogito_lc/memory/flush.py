@@ -224,7 +224,7 @@ class _Flush:
         """Write one memory after the store's judge said what it supersedes or repeats."""
         memory = self.memory
         prepared = memory._prepare(doc.page_content, None, doc.metadata, self.scope)
-        versions = memory._write_versions([prepared], self.scope)
+        versions = memory._write_versions([prepared], self.scope, dated=False)
         self.judge_methods.extend(versions.methods)
         if versions.repeated:
             self.result.repeated.extend(versions.repeated)

@@ -91,6 +91,7 @@ __all__ = [
     "MemoryConflictError",
     "MemoryNotFoundError",
     "MemoryStore",
+    "SupersessionRefusedError",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,13 @@ class _Versions:
 
 class MemoryConflictError(ValueError):
     """An id given for a write is already held by a different memory."""
+
+
+class SupersessionRefusedError(ValueError):
+    """A write named a memory it cannot supersede: one written after it, or of a narrower scope.
+
+    Store the new version in the other memory's scope, or date it later.
+    """
 
 
 class MemoryNotFoundError(KeyError):
@@ -471,14 +479,16 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         document = self._prepare(text, id, metadata, target, created_at)
         if supersedes is not None:
-            return self._write_superseding(document, supersedes, target, named=True)
+            return self._write_superseding(
+                document, supersedes, target, named=True, dated=created_at is not None
+            )
         if not supersede:
             return self._write([document])[0]
         subject = forget_subject(text)
         if subject is not None:
             self._forget_request(subject, target)
             return document
-        return self._write_versions([document], target).memories[0]
+        return self._write_versions([document], target, dated=created_at is not None).memories[0]
 
     def store_many(
         self,
@@ -552,8 +562,9 @@ class MemoryStore:
                 [], "forgotten", source_id, forgotten=self._forget_request(subject, target)
             )
         judged = self.judge is not None if supersede is None else supersede
+        judged_as = _Judged(judged, dated=created_at is not None)
         if self.extractor is None:
-            return self._added([source], "fallback_no_llm", source_id, None, target, judged)
+            return self._added([source], "fallback_no_llm", source_id, None, target, judged_as)
         result = self.extractor.invoke_with_result(
             FactExtractionInput(text=text, context_hints=list(context_hints), max_facts=max_facts)
         )
@@ -567,10 +578,12 @@ class MemoryStore:
                 extraction,
                 result.dropped,
             )
-            return self._added([source], "fallback_verbatim", source_id, extraction, target, judged)
+            return self._added(
+                [source], "fallback_verbatim", source_id, extraction, target, judged_as
+            )
         when = source.metadata["created_at"]
         docs = [self._fact_document(fact, source_id, target, when) for fact in facts]
-        return self._added(docs, "facts", source_id, extraction, target, judged)
+        return self._added(docs, "facts", source_id, extraction, target, judged_as)
 
     def _added(
         self,
@@ -579,11 +592,11 @@ class MemoryStore:
         source_id: str,
         extraction: str | None,
         scope: Scope,
-        judged: bool,
+        judged: _Judged,
     ) -> AddResult:
-        if not judged:
+        if not judged.on:
             return AddResult(self._write(docs), method, source_id, extraction)
-        versions = self._write_versions(docs, scope)
+        versions = self._write_versions(docs, scope, dated=judged.dated)
         return AddResult(
             versions.memories,
             method,
@@ -610,12 +623,13 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         self._check_text(text)
         replacement = None if metadata is None else _check_metadata(metadata)
+        vectors = self._store.vectors_for([Document(page_content=text)])  # before the lock
         with self.exclusive():
             current = self._require(id, target)
             merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
             document = Document(page_content=text, metadata=merged, id=id)
             self._mark_pending([id])
-            self.vectorstore.add_documents([document], ids=[id])
+            self._store.replace(document, vectors[0] if vectors else None)
             if self._lexical is not None:
                 self._lexical.upsert([document])
             self._invalidate()
@@ -865,12 +879,6 @@ class MemoryStore:
                 return False
             self.state.write(dict(files))
         return True
-
-    def drop_state(self, names: Sequence[str]) -> None:
-        """Delete ``names`` from :attr:`state`, unless a save is under way (:meth:`exclusive`)."""
-        with self.exclusive():
-            if self.state is not None:
-                self.state.delete(names)
 
     def missing(self, ids: Sequence[str], *, scope: ScopeLike = None) -> builtins.list[str]:
         """The ids of ``ids`` that no memory of the scope has (forgotten, deleted or never stored).
@@ -1410,8 +1418,13 @@ class MemoryStore:
                 raise MemoryConflictError(msg)
         return [(doc_id, doc) for doc_id, doc in held.items() if doc_id is not None]
 
-    def _write_versions(self, documents: builtins.list[Document], scope: Scope) -> _Versions:
-        """Write each document after the judge said what it supersedes or repeats."""
+    def _write_versions(
+        self, documents: builtins.list[Document], scope: Scope, *, dated: bool
+    ) -> _Versions:
+        """Write each document after the judge said what it supersedes or repeats.
+
+        ``dated``: the caller gave the documents' ``created_at`` (see :meth:`_write_superseding`).
+        """
         versions = _Versions()
         for doc in documents:
             held = self._existing([doc.id or ""])
@@ -1426,14 +1439,20 @@ class MemoryStore:
                 versions.repeated.extend(repeats)
                 versions.memories.extend(self._existing(repeats[:1]))
                 continue
-            written = self._write_superseding(doc, supersedes, scope)
+            written = self._write_superseding(doc, supersedes, scope, dated=dated)
             if written is doc:
                 versions.superseded.extend(superseded_ids(doc.metadata))
             versions.memories.append(written)
         return versions
 
     def _write_superseding(
-        self, doc: Document, supersedes: Sequence[str], scope: Scope, *, named: bool = False
+        self,
+        doc: Document,
+        supersedes: Sequence[str],
+        scope: Scope,
+        *,
+        named: bool = False,
+        dated: bool,
     ) -> Document:
         """Write ``doc`` naming what it replaces in ``scope``, then mark those.
 
@@ -1441,17 +1460,24 @@ class MemoryStore:
         so two writers never both replace one memory. ``named`` (the caller gave
         the ids) makes one that is not an error; otherwise (a judge chose them
         earlier) it is left out. A crash between the write and the marks is
-        completed at start-up.
+        completed at start-up. A memory ``dated`` by its caller replaces only
+        earlier ones; one written now (no date given) is dated no earlier than
+        what it replaces, since clocks of replicas differ.
         """
         vectors = self._store.vectors_for([doc])  # before other replicas wait on the lock
         with self.exclusive():
             if named:
-                replaced = self._replaceable(supersedes, doc, scope)
+                _check_ids(supersedes)
+            found = self._current(supersedes, scope, doc)
+            if found.later and not dated:
+                _not_before(doc, found.later_at)
+                found = self._current(supersedes, scope, doc)
+            if named:
+                replaced = _replaceable(supersedes, found, doc, scope)
                 held = self._existing([doc.id or ""])
                 if held and is_superseded(held[0].metadata) and _same_memory(held[0], doc):
                     doc.id = _restated_id(doc)  # said again after it was superseded
             else:
-                found = self._current(supersedes, scope, doc)
                 if found.later or found.narrower:
                     left_out = [*found.later, *found.narrower]
                     logger.info("not superseding %s: later or of a narrower scope", left_out)
@@ -1471,37 +1497,11 @@ class MemoryStore:
         later = [i for i in ordered if _written_after(current[i], new)]
         narrower = [i for i in ordered if not scope.holds_exactly(current[i].metadata)]
         return _Replaceable(
-            [i for i in ordered if i not in later and i not in narrower], later, narrower
+            [i for i in ordered if i not in later and i not in narrower],
+            later,
+            narrower,
+            [current[i].metadata["created_at"] for i in later],
         )
-
-    def _replaceable(self, ids: Sequence[str], new: Document, scope: Scope) -> builtins.list[str]:
-        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-            msg = f"supersedes must be a list of memory ids, got {ids!r}."
-            raise ValueError(msg)
-        found = self._current(ids, scope, new)
-        held = {*found.ids, *found.later, *found.narrower}
-        missing = [i for i in ids if i not in held]
-        if missing:
-            msg = (
-                f"supersedes names {missing}, which are not current memories in scope "
-                f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
-            )
-            raise MemoryNotFoundError(msg, ids=missing)
-        if found.later:
-            msg = (
-                f"supersedes names {found.later}, written after this memory (created_at "
-                f"{new.metadata.get('created_at')}); a memory replaces only earlier ones: "
-                "pass a later created_at, or leave them out."
-            )
-            raise ValueError(msg)
-        if found.narrower:
-            msg = (
-                f"supersedes names {found.narrower}, memories of a narrower scope than "
-                f"{scope.metadata() or 'all'}; a memory replaces only memories of its own "
-                "scope: store the new version in theirs."
-            )
-            raise ValueError(msg)
-        return found.ids
 
     def _judge(
         self, doc: Document, scope: Scope
@@ -1646,6 +1646,63 @@ class _Replaceable(NamedTuple):
     """Current memories written after it."""
     narrower: builtins.list[str]
     """Current memories of a narrower scope than its own."""
+    later_at: builtins.list[Any]
+    """The ``created_at`` of the later ones."""
+
+
+class _Judged(NamedTuple):
+    """Whether a write asks the judge, and whether its caller dated it."""
+
+    on: bool
+    dated: bool
+
+
+def _not_before(doc: Document, times: Sequence[Any]) -> None:
+    """Date ``doc``, written now, no earlier than ``times`` (another replica's clock ran ahead)."""
+    dated = [(when, value) for value in times if (when := parse_timestamp(value)) is not None]
+    if dated:
+        latest = max(dated)[1]
+        logger.info(
+            "dating a new memory %s, as what it replaces, not %s (clocks differ)",
+            latest,
+            doc.metadata.get("created_at"),
+        )
+        doc.metadata["created_at"] = latest
+
+
+def _check_ids(ids: Sequence[str]) -> None:
+    if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+        msg = f"supersedes must be a list of memory ids, got {ids!r}."
+        raise ValueError(msg)
+
+
+def _replaceable(
+    ids: Sequence[str], found: _Replaceable, new: Document, scope: Scope
+) -> builtins.list[str]:
+    """The ids a caller named that ``new`` replaces; an error naming any it cannot."""
+    held = {*found.ids, *found.later, *found.narrower}
+    missing = [i for i in ids if i not in held]
+    if missing:
+        msg = (
+            f"supersedes names {missing}, which are not current memories in scope "
+            f"{scope.metadata() or 'all'}; pass ids of current memories (see history())."
+        )
+        raise MemoryNotFoundError(msg, ids=missing)
+    if found.later:
+        msg = (
+            f"supersedes names {found.later}, written after this memory (created_at "
+            f"{new.metadata.get('created_at')}); a memory replaces only earlier ones: "
+            "pass a later created_at, or leave them out."
+        )
+        raise SupersessionRefusedError(msg)
+    if found.narrower:
+        msg = (
+            f"supersedes names {found.narrower}, memories of a narrower scope than "
+            f"{scope.metadata() or 'all'}; a memory replaces only memories of its own "
+            "scope: store the new version in theirs."
+        )
+        raise SupersessionRefusedError(msg)
+    return found.ids
 
 
 def _written_after(old: Document, new: Document) -> bool:

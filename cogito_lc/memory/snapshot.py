@@ -18,6 +18,7 @@ from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.scope import as_scope
 from cogito_lc.memory.state import SNAPSHOT_FILES
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
+from cogito_lc.stores.postgres import WriteLockTimeoutError
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -328,11 +329,23 @@ def load_snapshot(memory: MemoryStore) -> Snapshot | None:
         meta = json.loads(meta_text)
         meta["text"] = text
         snapshot = Snapshot(**meta)
+        forgotten = memory.missing(snapshot.sources, scope=snapshot.scope)
     except (OSError, ValueError, TypeError) as exc:
         logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None
-    if memory.missing(snapshot.sources, scope=snapshot.scope):
-        logger.info("dropping the snapshot in %s: it holds forgotten memories", state.location(""))
-        memory.drop_state(SNAPSHOT_FILES)
+    if forgotten:
+        _drop_unless_saved_again(memory, meta_text)
         return None
     return snapshot
+
+
+def _drop_unless_saved_again(memory: MemoryStore, meta_text: str) -> None:
+    """Drop the saved snapshot read as ``meta_text``, unless a build saved another since."""
+    assert memory.state is not None  # noqa: S101 - checked by the caller
+    try:
+        with memory.exclusive():  # a save checks and writes under it
+            if memory.state.read(SNAPSHOT_META_FILE) == meta_text:
+                memory.state.delete(SNAPSHOT_FILES)
+                logger.info("dropped a snapshot holding forgotten memories")
+    except WriteLockTimeoutError:
+        logger.warning("a snapshot holding forgotten memories is left for the next read to drop")

@@ -63,6 +63,7 @@ from cogito_lc.memory.memory_store import (
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
+    SupersessionRefusedError,
 )
 from cogito_lc.service._batch import PendingStore, StoreBatcher, check_pending, id_conflict
 from cogito_lc.service._dependencies import (
@@ -715,7 +716,7 @@ class MemoryService:
             raise id_conflict() from None
         except MemoryNotFoundError as missing:
             raise HTTPException(404, _naming(_NOT_CURRENT, missing.ids)) from None
-        except ValueError as refused:  # later or narrower: text, id, metadata were checked
+        except SupersessionRefusedError as refused:
             raise HTTPException(409, str(refused)) from None
 
     def add(

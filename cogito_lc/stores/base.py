@@ -354,6 +354,14 @@ class StoreAdapter:
         del documents
         return None
 
+    def replace(self, document: Document, vector: Sequence[float] | None = None) -> None:
+        """Write ``document`` over the one holding its id, embedded again unless ``vector``.
+
+        ``vector`` comes from :meth:`vectors_for`; None here, where the store embeds.
+        """
+        del vector  # vectors_for gives none here
+        self.store.add_documents([document], ids=[document.id or ""])
+
     def add_new(
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> set[str]:

@@ -828,6 +828,14 @@ class PostgresAdapter(BatchedSearchAdapter):
         """The documents embedded now, before the write lock other replicas wait on."""
         return self._embedded(documents)
 
+    def replace(self, document: Document, vector: Sequence[float] | None = None) -> None:
+        """Write ``document`` over the row holding its id (an upsert), with ``vector`` if given."""
+        [embedded] = [list(vector)] if vector is not None else self._embedded([document])
+        store: Any = self.store  # a PGVectorStore (open_postgres_store)
+        store.add_embeddings(
+            [document.page_content], [embedded], [dict(document.metadata)], [document.id or ""]
+        )
+
     def _embedded(self, documents: Sequence[Document]) -> list[list[float]]:
         return self.binding.embeddings.embed_documents([d.page_content for d in documents])
 

@@ -45,6 +45,7 @@ EXPECTED_ALL = [
     "SupersessionJudge",
     "SupersessionJudgeBuilder",
     "SupersessionMethod",
+    "SupersessionRefusedError",
     "VocabCalibrator",
     "load_snapshot",
     "local_embeddings",
@@ -89,7 +90,12 @@ LAYER_EXPORTS = {
         "SupersessionMethod",
     },
     "cogito_lc.extraction": {"LlmExtractor", "FactExtractor", "FactListOutputParser"},
-    "cogito_lc.memory": {"MemoryStore", "MemoryConflictError", "SnapshotBuilder"},
+    "cogito_lc.memory": {
+        "MemoryStore",
+        "MemoryConflictError",
+        "SnapshotBuilder",
+        "SupersessionRefusedError",
+    },
     "cogito_lc.prompts": {"PromptRegistry"},
     "cogito_lc.embeddings": {"LazyEmbeddings", "local_embeddings"},
 }

@@ -208,3 +208,14 @@ def test_a_snapshot_saved_before_sources_were_kept_still_loads(memory: MemorySto
     loaded = load_snapshot(memory)
     assert loaded is not None
     assert loaded.sources == []
+
+
+@pytest.mark.parametrize("bad", [{"scope": {"team": "x"}}, {"sources": None}])
+def test_a_snapshot_with_unreadable_sources_is_ignored(
+    memory: MemoryStore, bad: dict[str, Any]
+) -> None:
+    SnapshotBuilder.from_llm(None).build(memory)
+    assert memory.state is not None
+    meta = json.loads(memory.state.read("snapshot.json") or "{}")
+    memory.state.write({"snapshot.json": json.dumps(meta | bad)})
+    assert load_snapshot(memory) is None

@@ -354,6 +354,25 @@ def test_a_memory_cannot_be_named_to_supersede_a_later_one() -> None:
     assert [d.id for d in memory.history(later.id or "")] == [later.id, same_time.id]
 
 
+@pytest.mark.parametrize("judged", [False, True])
+def test_a_write_from_a_clock_behind_still_supersedes(
+    monkeypatch: pytest.MonkeyPatch, judged: bool
+) -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    old = memory.store(AUSTIN)  # dated now by this clock
+    behind = datetime.now(timezone.utc) - timedelta(seconds=5)
+    monkeypatch.setattr(
+        "cogito_lc.memory.memory_store._now", lambda: behind.isoformat(timespec="milliseconds")
+    )
+    if judged:
+        new = memory.store(DENVER, supersede=True)
+    else:
+        new = memory.store(DENVER, supersedes=[old.id or ""])
+    assert [d.id for d in memory.history(old.id or "")] == [old.id, new.id]
+    assert new.metadata["created_at"] == old.metadata["created_at"]  # no earlier than it
+    assert [d.id for d in memory.list(include_superseded=False)] == [new.id]
+
+
 def test_a_judge_choosing_a_later_memory_supersedes_nothing() -> None:
     memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
     later = memory.store(DENVER, created_at="2026-03-01T00:00:00Z")

@@ -433,15 +433,14 @@ def test_listing_refuses_unknown_query_parameters(client: TestClient) -> None:
     assert client.get("/memories?limit=5&include_superseded=false").status_code == 200
 
 
-def test_store_cannot_supersede_a_memory_dated_after_now(
+def test_store_cannot_supersede_a_memory_of_a_narrower_scope(
     client: TestClient, memory: MemoryStore
 ) -> None:
-    tomorrow = datetime.now(timezone.utc) + timedelta(days=1)
-    planned = memory.store(AUSTIN, scope={"user_id": "alice"}, created_at=tomorrow)
+    helpdesk = memory.store(AUSTIN, scope={"user_id": "alice", "agent_id": "helpdesk"})
     refused = client.post(
-        "/store", json={"text": DENVER, "supersedes": [planned.id]}, headers=ALICE
+        "/store", json={"text": DENVER, "supersedes": [helpdesk.id]}, headers=ALICE
     )
     assert refused.status_code == 409, refused.text
-    assert "written after this memory" in refused.json()["detail"]
+    assert "narrower scope" in refused.json()["detail"]
     listed = client.get("/memories", headers=ALICE).json()["memories"]
-    assert [record["id"] for record in listed] == [planned.id]
+    assert [record["id"] for record in listed] == [helpdesk.id]
