@@ -465,14 +465,16 @@ class MemoryStore:
             supersedes: The ids of current memories of the scope this one
                 replaces, when the caller knows them (no judge is asked): they
                 are kept as stored and marked superseded by it. A memory
-                replaces only earlier memories written in its own scope.
+                replaces only memories written in its own scope, and with
+                ``created_at`` given, only earlier ones.
 
         Raises:
             ValueError: On empty or over-long text, metadata that is not JSON
-                scalars or uses a reserved key, an unknown scope key, a
-                ``created_at`` that is not a timestamp, or a memory of
-                ``supersedes`` written after this one or in a narrower scope (a
-                judge is not shown those).
+                scalars or uses a reserved key, an unknown scope key, or a
+                ``created_at`` that is not a timestamp.
+            SupersessionRefusedError: If ``supersedes`` names a memory of a
+                narrower scope, or one written after the given ``created_at``
+                (a judge is not shown those).
             MemoryNotFoundError: If an id of ``supersedes`` is not a current
                 memory of the scope.
         """
@@ -1464,14 +1466,15 @@ class MemoryStore:
         earlier ones; one written now (no date given) is dated no earlier than
         what it replaces, since clocks of replicas differ.
         """
+        if named:
+            _check_ids(supersedes)
         vectors = self._store.vectors_for([doc])  # before other replicas wait on the lock
         with self.exclusive():
-            if named:
-                _check_ids(supersedes)
-            found = self._current(supersedes, scope, doc)
+            current = self._current(supersedes, scope)
+            found = _replaceable_by(doc, current, scope)
             if found.later and not dated:
-                _not_before(doc, found.later_at)
-                found = self._current(supersedes, scope, doc)
+                _not_before(doc, [current[i] for i in found.later])
+                found = _replaceable_by(doc, current, scope)
             if named:
                 replaced = _replaceable(supersedes, found, doc, scope)
                 held = self._existing([doc.id or ""])
@@ -1489,19 +1492,16 @@ class MemoryStore:
                 self._apply_marks(superseded_marks(doc), scope.where())
         return written
 
-    def _current(self, ids: Sequence[str], scope: Scope, new: Document) -> _Replaceable:
-        """Which of ``ids`` name current memories of ``scope`` that ``new`` may replace."""
-        found = self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
-        current = {doc.id: doc for doc in found if not is_superseded(doc.metadata)}
-        ordered = [i for i in dict.fromkeys(ids) if i in current]
-        later = [i for i in ordered if _written_after(current[i], new)]
-        narrower = [i for i in ordered if not scope.holds_exactly(current[i].metadata)]
-        return _Replaceable(
-            [i for i in ordered if i not in later and i not in narrower],
-            later,
-            narrower,
-            [current[i].metadata["created_at"] for i in later],
-        )
+    def _current(self, ids: Sequence[str], scope: Scope) -> dict[str, Document]:
+        """The current memories of ``scope`` among ``ids``, by id, in the order named."""
+        found = {
+            doc.id: doc for doc in self._store.get(builtins.list(dict.fromkeys(ids)), scope.where())
+        }
+        return {
+            i: found[i]
+            for i in dict.fromkeys(ids)
+            if i in found and not is_superseded(found[i].metadata)
+        }
 
     def _judge(
         self, doc: Document, scope: Scope
@@ -1646,8 +1646,6 @@ class _Replaceable(NamedTuple):
     """Current memories written after it."""
     narrower: builtins.list[str]
     """Current memories of a narrower scope than its own."""
-    later_at: builtins.list[Any]
-    """The ``created_at`` of the later ones."""
 
 
 class _Judged(NamedTuple):
@@ -1657,8 +1655,17 @@ class _Judged(NamedTuple):
     dated: bool
 
 
-def _not_before(doc: Document, times: Sequence[Any]) -> None:
-    """Date ``doc``, written now, no earlier than ``times`` (another replica's clock ran ahead)."""
+def _replaceable_by(new: Document, current: Mapping[str, Document], scope: Scope) -> _Replaceable:
+    """Which of the ``current`` memories of ``scope`` ``new`` may replace."""
+    later = [i for i, doc in current.items() if _written_after(doc, new)]
+    narrower = [i for i, doc in current.items() if not scope.holds_exactly(doc.metadata)]
+    ids = [i for i in current if i not in later and i not in narrower]
+    return _Replaceable(ids, later, narrower)
+
+
+def _not_before(doc: Document, replaced: Sequence[Document]) -> None:
+    """Date ``doc``, written now, no earlier than ``replaced`` (another clock ran ahead)."""
+    times = [old.metadata.get("created_at") for old in replaced]
     dated = [(when, value) for value in times if (when := parse_timestamp(value)) is not None]
     if dated:
         latest = max(dated)[1]

@@ -701,8 +701,8 @@ class MemoryService:
         Raises:
             RequestValidationError: If the text, id or metadata cannot be stored.
             HTTPException: 409 for an id held by another memory, or a memory to
-                supersede written after now or in a narrower scope; 404 when a
-                memory to supersede is not current in the scope.
+                supersede of a narrower scope; 404 when a memory to supersede is
+                not current in the scope.
         """
         check_pending(PendingStore(view.memory, text, memory_id, metadata))
         try:
