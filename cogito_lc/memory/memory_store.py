@@ -131,6 +131,7 @@ class _Versions:
     memories: list[Document] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     repeated: list[str] = field(default_factory=list)
+    kept_current: list[str] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
 
     @property
@@ -183,6 +184,9 @@ class AddResult:
             marked ``superseded_by``; see :meth:`MemoryStore.history`).
         repeated: Ids of stored memories the new text only repeated (nothing new
             was written for those; they are in ``memories``).
+        kept_current: Ids the judge chose to supersede that stay current, since
+            they were written after the new memory's ``created_at`` (a memory
+            replaces only earlier ones); only a dated ``add`` meets this.
         supersession: The judge's method tag (``judged``, ``skipped_empty``, a
             ``fallback_*`` tag when it could not be used: then nothing was
             superseded), or None when no judge was asked.
@@ -198,6 +202,7 @@ class AddResult:
     repeated: list[str] = field(default_factory=list)
     supersession: str | None = None
     forgotten: list[str] = field(default_factory=list)
+    kept_current: list[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -483,7 +488,7 @@ class MemoryStore:
         if supersedes is not None:
             return self._write_superseding(
                 document, supersedes, target, named=True, dated=created_at is not None
-            )
+            ).document
         if not supersede:
             return self._write([document])[0]
         subject = forget_subject(text)
@@ -607,6 +612,7 @@ class MemoryStore:
             superseded=versions.superseded,
             repeated=versions.repeated,
             supersession=versions.method,
+            kept_current=versions.kept_current,
         )
 
     def update(
@@ -1441,7 +1447,8 @@ class MemoryStore:
                 versions.repeated.extend(repeats)
                 versions.memories.extend(self._existing(repeats[:1]))
                 continue
-            written = self._write_superseding(doc, supersedes, scope, dated=dated)
+            written, kept = self._write_superseding(doc, supersedes, scope, dated=dated)
+            versions.kept_current.extend(kept)
             if written is doc:
                 versions.superseded.extend(superseded_ids(doc.metadata))
             versions.memories.append(written)
@@ -1455,16 +1462,16 @@ class MemoryStore:
         *,
         named: bool = False,
         dated: bool,
-    ) -> Document:
+    ) -> _Superseding:
         """Write ``doc`` naming what it replaces in ``scope``, then mark those.
 
         Which of ``supersedes`` are still current is read under the write lock,
         so two writers never both replace one memory. ``named`` (the caller gave
         the ids) makes one that is not an error; otherwise (a judge chose them
-        earlier) it is left out. A crash between the write and the marks is
-        completed at start-up. A memory ``dated`` by its caller replaces only
-        earlier ones; one written now (no date given) is dated no earlier than
-        what it replaces, since clocks of replicas differ.
+        earlier) it is left out and returned as kept current. A crash between
+        the write and the marks is completed at start-up. A memory ``dated`` by
+        its caller replaces only earlier ones; one written now (no date given)
+        is dated no earlier than what it replaces, since clocks of replicas differ.
         """
         if named:
             _check_ids(supersedes)
@@ -1475,22 +1482,23 @@ class MemoryStore:
             if found.later and not dated:
                 _not_before(doc, [current[i] for i in found.later])
                 found = _replaceable_by(doc, current, scope)
+            kept: builtins.list[str] = []
             if named:
                 replaced = _replaceable(supersedes, found, doc, scope)
                 held = self._existing([doc.id or ""])
                 if held and is_superseded(held[0].metadata) and _same_memory(held[0], doc):
                     doc.id = _restated_id(doc)  # said again after it was superseded
             else:
-                if found.later or found.narrower:
-                    left_out = [*found.later, *found.narrower]
-                    logger.info("not superseding %s: later or of a narrower scope", left_out)
+                kept = [*found.later, *found.narrower]
+                if kept:
+                    logger.info("not superseding %s: later or of a narrower scope", kept)
                 replaced = found.ids
             if replaced:
                 doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
             written = self._write([doc], vectors)[0]
             if written is doc:
                 self._apply_marks(superseded_marks(doc), scope.where())
-        return written
+        return _Superseding(written, kept)
 
     def _current(self, ids: Sequence[str], scope: Scope) -> dict[str, Document]:
         """The current memories of ``scope`` among ``ids``, by id, in the order named."""
@@ -1646,6 +1654,13 @@ class _Replaceable(NamedTuple):
     """Current memories written after it."""
     narrower: builtins.list[str]
     """Current memories of a narrower scope than its own."""
+
+
+class _Superseding(NamedTuple):
+    """What a superseding write stored, and the judge's choices it kept current."""
+
+    document: Document
+    kept_current: builtins.list[str]
 
 
 class _Judged(NamedTuple):

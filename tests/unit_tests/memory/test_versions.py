@@ -387,6 +387,16 @@ def test_a_judge_choosing_a_later_memory_supersedes_nothing() -> None:
     assert later.id in current
 
 
+def test_a_judge_choice_kept_current_is_reported() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    later = memory.store(DENVER, created_at="2026-03-01T00:00:00Z")
+    result = memory.add(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    assert result.supersession == "judged"
+    assert result.superseded == []
+    assert result.kept_current == [later.id]
+    assert [d.page_content for d in result.memories] == [AUSTIN]
+
+
 def test_a_memory_supersedes_only_memories_of_its_own_scope() -> None:
     memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
     helpdesk = {"user_id": "u1", "agent_id": "helpdesk"}
