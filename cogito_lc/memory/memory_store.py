@@ -1517,11 +1517,7 @@ class MemoryStore:
         """The judge's tag and the candidate ids ``doc`` supersedes and repeats."""
         if self.judge is None:
             return "fallback_no_llm", [], []
-        candidates = [
-            found
-            for found in self._related_retriever(scope).invoke(doc.page_content)
-            if found.id != doc.id and scope.holds_exactly(found.metadata)
-        ]
+        candidates = self._candidates(doc, scope)
         if not candidates:
             return "skipped_empty", [], []
         try:
@@ -1533,6 +1529,22 @@ class MemoryStore:
         supersedes = [shown[id(d)] for d in decision.supersedes if id(d) in shown]
         repeats = [shown[id(d)] for d in decision.repeats if id(d) in shown]
         return str(getattr(decision.method, "value", decision.method)), supersedes, repeats
+
+    def _candidates(self, doc: Document, scope: Scope) -> builtins.list[Document]:
+        """The memories of exactly ``scope`` most related to ``doc``, for the judge.
+
+        The search finds memories of narrower scopes too (not every store can
+        filter on a key being absent); when those take its places, it searches
+        ``VERSION_SEARCH_GROWTH`` times deeper, up to ``VERSION_SEARCH_DEPTH``.
+        """
+        wanted, depth = self.supersession_candidates, self.supersession_candidates
+        related = self._related_retriever(scope)
+        while True:
+            found = related.invoke(doc.page_content, k=depth)
+            kept = [d for d in found if d.id != doc.id and scope.holds_exactly(d.metadata)]
+            if len(kept) >= wanted or len(found) < depth or depth >= VERSION_SEARCH_DEPTH:
+                return kept[:wanted]
+            depth = min(depth * VERSION_SEARCH_GROWTH, VERSION_SEARCH_DEPTH)
 
     def _related_retriever(self, scope: Scope) -> RecallB:
         retriever = self._related.get(scope)

@@ -410,6 +410,19 @@ def test_a_memory_supersedes_only_memories_of_its_own_scope() -> None:
     assert [d.id for d in memory.history(narrower.id or "")] == [narrower.id, in_theirs.id]
 
 
+def test_the_judge_sees_its_own_scope_past_many_related_memories_of_narrower_ones() -> None:
+    model = ScriptedChatModel(replies=['{"supersedes": [1], "repeats": []}'])
+    memory = _memory(SupersessionJudge.from_llm(model), supersession_candidates=2)
+    austin = memory.store(AUSTIN, created_at="2026-01-01T00:00:00Z")
+    for agent in ("helpdesk", "billing", "travel", "support", "sales"):
+        memory.store(f"{DENVER} ({agent} notes)", scope={"user_id": "u1", "agent_id": agent})
+    result = memory.add(DENVER)
+    assert result.superseded == [austin.id]
+    shown = str(model.calls[0])
+    assert AUSTIN in shown
+    assert "helpdesk notes" not in shown
+
+
 def test_forgetting_drops_the_cached_copies_and_deletes_are_audited() -> None:
     memory = _memory()
     recall = memory.as_retriever()
