@@ -103,6 +103,12 @@ _WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cogito_lc_writes'), hashte
 """Taken by a check and the write it allows (a supersession, a forget), one per table."""
 WRITE_LOCK_WAIT_S = 20.0
 """Seconds a write waits for another replica's check and write on the same table."""
+WRITE_LOCK_LEASE_S = 15.0
+"""Seconds the server keeps the write lock of a replica that stopped answering.
+
+The holder's lock session says it is alive every fifth of this; a replica that
+froze, lost its host or its network longer is ended by the server (its
+``idle_in_transaction_session_timeout``), which releases the lock."""
 
 _WAIT_SLICE = 0.2
 """Seconds a caller waits on the pool between two looks at the circuit breaker."""
@@ -114,6 +120,33 @@ _KEEPALIVE = {
     "tcp_user_timeout": 10_000,
 }
 """TCP settings that notice a vanished server (no FIN: a network cut) in seconds, not minutes."""
+
+
+@contextmanager
+def _renewed(conn: Any, every: float, table: str) -> Iterator[None]:
+    """Tell the server every ``every`` seconds that the lock session's replica is alive."""
+    import psycopg
+
+    done = threading.Event()
+
+    def renew() -> None:
+        try:
+            while not done.wait(every):
+                conn.execute("SELECT 1")
+        except psycopg.Error:
+            logger.exception(
+                "the write lock of table %r was lost (its connection ended); another "
+                "replica may check and write at the same time as this one",
+                table,
+            )
+
+    renewer = threading.Thread(target=renew, name="cogito-write-lock", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        done.set()
+        renewer.join()
 
 
 class DatabaseSetupError(RuntimeError):
@@ -678,7 +711,8 @@ class PostgresAdapter(BatchedSearchAdapter):
 
         A transaction-level advisory lock: released when the transaction ends,
         and by the server when the connection is lost, so a crashed replica
-        never leaves it held.
+        never leaves it held. A replica that froze or lost its network holding
+        it loses it after ``WRITE_LOCK_LEASE_S``; a live one renews it meanwhile.
 
         Raises:
             WriteLockTimeoutError: If another replica held it for ``WRITE_LOCK_WAIT_S`` (or the
@@ -687,11 +721,12 @@ class PostgresAdapter(BatchedSearchAdapter):
         import psycopg
 
         wait = min(WRITE_LOCK_WAIT_S, self.database.statement_timeout or WRITE_LOCK_WAIT_S)
-        # Rolled back at the end: it writes nothing. The server must not end it while
-        # idle (a setting of managed databases), or the lock would go with it.
+        lease = WRITE_LOCK_LEASE_S
+        # Rolled back at the end: it writes nothing. Idle longer than the lease (the
+        # replica froze or is cut off), the server ends it, and the lock goes with it.
         with self.database.connection() as conn, conn.transaction(force_rollback=True):
             conn.execute(f"SET LOCAL lock_timeout = '{int(wait * 1000)}ms'")
-            conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+            conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = '{int(lease * 1000)}ms'")
             try:
                 conn.execute(_WRITE_LOCK, [self.binding.table])
             except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
@@ -701,7 +736,8 @@ class PostgresAdapter(BatchedSearchAdapter):
                     "retry the write."
                 )
                 raise WriteLockTimeoutError(msg) from None
-            yield
+            with _renewed(conn, lease / 5, self.binding.table):
+                yield
 
     # -- reads and deletes ------------------------------------------------------
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -20,6 +22,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge, SupersessionMethod
 from cogito_lc._core.versions import supersedes_value
 from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot
+from cogito_lc.stores import postgres
 from tests.integration_tests.conftest_pg import closed_after_test
 from tests.races import HeldEmbeddings, in_threads, slow_reads, while_held
 
@@ -197,6 +200,73 @@ def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
     [new] = done
     assert not isinstance(new, Exception), new
     assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
+
+
+FROZEN_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from cogito_lc import MemoryStore
+    from cogito_lc.stores import postgres
+
+    postgres.WRITE_LOCK_LEASE_S = 2.0
+    memory = MemoryStore.from_database_url(
+        sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16), collection=sys.argv[2]
+    )
+    with memory.exclusive():
+        print("held", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def test_a_replica_frozen_holding_the_write_lock_loses_it_after_its_lease(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FROZEN_HOLDER, pg_url, pg_collection],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        holder.send_signal(signal.SIGSTOP)  # alive to the kernel: its socket stays open
+        started = time.monotonic()
+        new = memory.store(DENVER, supersedes=[old.id or ""])
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert 1.0 < waited < 10.0, waited  # the 2 s lease, not the 20 s wait
+    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
+
+
+def test_a_live_section_longer_than_the_lease_keeps_the_write_lock(
+    pg_url: str, pg_collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "WRITE_LOCK_LEASE_S", 1.0)
+    holder = _slow_replica(pg_url, pg_collection)
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.exclusive():
+            held.set()
+            release.wait(timeout=30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(timeout=10)
+    threading.Timer(4.0, release.set).start()
+    started = time.monotonic()
+    memory.store(DENVER, supersedes=[old.id or ""])
+    waited = time.monotonic() - started
+    thread.join(timeout=10)
+    assert waited > 3.5, waited  # it waited for the section, four leases long
 
 
 def test_a_snapshot_built_across_a_forget_on_another_postgres_replica_is_not_saved(
