@@ -62,10 +62,11 @@ def echo(value: Any, *, limit: int = ECHO_MAX_CHARS) -> str:
 
 
 def check_unicode(value: str, *, name: str) -> str:
-    r"""Return ``value`` if it is valid Unicode text; raise ``ValueError`` naming ``name``.
+    r"""Return ``value`` if it is text every store takes; raise ``ValueError`` naming ``name``.
 
     A lone surrogate (``"\ud800"``, which JSON can carry) cannot be encoded as
-    UTF-8, so no store, tokenizer or model can take it.
+    UTF-8, so no store, tokenizer or model can take it; a NUL character
+    (``"\u0000"``) cannot be stored in a Postgres text or JSON column.
 
     Example:
         ```python
@@ -82,6 +83,12 @@ def check_unicode(value: str, *, name: str) -> str:
             f"{exc.start}), which is not valid Unicode text; send UTF-8 text"
         )
         raise ValueError(msg) from None
+    if "\x00" in value:
+        msg = (
+            f"{name} holds a NUL character (U+0000 at position {value.index(chr(0))}), which "
+            "a database cannot store as text; remove it"
+        )
+        raise ValueError(msg)
     return value
 
 

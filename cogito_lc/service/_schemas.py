@@ -28,6 +28,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictStr,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
 )
@@ -240,6 +241,28 @@ Metadata = Annotated[
 ]
 
 
+def storable(value: Any, name: str) -> Any:
+    """``value`` if no string in it holds what no store can (a NUL); else a ValueError naming it.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import storable
+
+        assert storable({"team": ["web"]}, "metadata") == {"team": ["web"]}
+        ```
+    """
+    if isinstance(value, str):
+        check_unicode(value, name=name)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            storable(item, f"{name}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            storable(key, f"{name} key {echo(key)}")
+            storable(item, f"{name}[{echo(key)}]")
+    return value
+
+
 class _Request(BaseModel):
     """Strict JSON object: unknown fields and coercions are errors.
 
@@ -249,6 +272,11 @@ class _Request(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
+        return storable(value, info.field_name or "value")
 
 
 class ScopedBody(_Request):

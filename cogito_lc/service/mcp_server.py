@@ -104,6 +104,7 @@ from cogito_lc.service._schemas import (
     finite,
     forget_response,
     forget_target_errors,
+    storable,
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
@@ -553,9 +554,16 @@ class _StrictArguments:
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
         try:
-            return super().model_validate(obj, **kwargs)  # type: ignore[misc]
+            arguments = super().model_validate(obj, **kwargs)  # type: ignore[misc]
         except ValidationError as exc:
             raise invalid_arguments(exc) from None
+        try:
+            for name in type(arguments).model_fields:
+                storable(getattr(arguments, name), name)
+        except ValueError as exc:
+            msg = f"invalid arguments: {exc}"
+            raise ValueError(msg) from None
+        return arguments
 
 
 def _strict_tool(fn: Callable[..., Any]) -> Tool:

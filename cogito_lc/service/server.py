@@ -127,6 +127,7 @@ from cogito_lc.service._schemas import (
     forget_response,
     forget_target_errors,
     request_models,
+    storable,
 )
 from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
 from cogito_lc.service.config import (
@@ -471,7 +472,9 @@ def _write_routes(
 def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
     user = Annotated[str | None, Depends(scopes.header)]
     memory_id = Annotated[
-        str, Path(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
+        str,
+        Path(min_length=1, max_length=ID_MAX_CHARS, description="The memory id."),
+        AfterValidator(partial(storable, name="id")),
     ]
 
     @router.get(

@@ -745,6 +745,7 @@ class PostgresAdapter(BatchedSearchAdapter):
         return None
 
     def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
+        ids = [i for i in ids if "\x00" not in i]  # text columns hold no NUL: never stored
         if not ids:
             return []
         sql, params = where_to_sql(where)

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from psycopg import sql
 
-from cogito_lc import MemoryStore
+from cogito_lc import MemoryNotFoundError, MemoryStore
 from cogito_lc.retrievers import RecallB, recall_b
 from cogito_lc.stores import PostgresLexicalIndex, StoredVectors, postgres_lexical
 from cogito_lc.stores.postgres import (
@@ -80,6 +80,20 @@ def test_dedup_update_delete_and_filters(
     assert memory.scoped({"user_id": "bob"}).get(first.id or "") is None
     memory.delete(first.id or "")
     assert memory.count() == 1
+
+
+def test_a_nul_character_is_refused_before_the_database(
+    pg_url: str, pg_collection: str, minilm: Embeddings
+) -> None:
+    memory = _memory(pg_url, pg_collection, minilm, scope={"user_id": "alice"})
+    with pytest.raises(ValueError, match=r"text holds a NUL character"):
+        memory.store("Billing runs on port\x00 8083.")
+    with pytest.raises(ValueError, match=r"metadata\['team'\] holds a NUL character"):
+        memory.store("Billing runs on port 8083.", metadata={"team": "web\x00"})
+    assert memory.get("a\x00b") is None  # no such id can be stored
+    with pytest.raises(MemoryNotFoundError):
+        memory.delete("a\x00b")
+    assert memory.count() == 0
 
 
 def test_a_small_scope_among_many_is_searched_exactly(pg_url: str, pg_collection: str) -> None:

@@ -148,7 +148,7 @@ def test_event_streams_are_bounded_per_token_and_closed_when_idle(
 def test_control_characters_come_back_byte_for_byte(
     service: ServiceProcess, client: httpx.Client
 ) -> None:
-    text = "NUL\x00 red \x1b[31mALERT\x1b[0m bidi \u202egnp.exe\u202c bell\x07 end"
+    text = "US\x1f red \x1b[31mALERT\x1b[0m bidi \u202egnp.exe\u202c bell\x07 end"
     metadata = {"note": "tab\there \x1b]0;title\x07 \u202e", "plain": "ok"}
     stored = client.post(
         "/store",
@@ -173,3 +173,8 @@ def test_control_characters_come_back_byte_for_byte(
     version = answer.json()["result"]["structuredContent"]["versions"][0]
     assert version["text"] == text
     assert {key: version["metadata"][key] for key in metadata} == metadata
+    refused = client.post(
+        "/store", json={"text": "NUL\x00"}, headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    assert refused.status_code == 422, refused.text  # no store can hold it: Postgres refuses it
+    assert refused.json()["detail"].startswith("text: Value error, text holds a NUL character")

@@ -1,16 +1,17 @@
-"""Control characters in memories: stored verbatim, escaped in log lines."""
+"""Control characters in memories: stored verbatim, escaped in log lines; NUL refused."""
 
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
 
-TEXT = "NUL\x00 \x1b[31mred\x1b[0m \x1b]0;title\x07 invoice\u202egnp.exe\u202c tab\tend\r\n"
-METADATA = {"note": "\x1b[2J\u2066isolated\u2069 \x00", "plain": "ok"}
+TEXT = "BEL\x07 \x1b[31mred\x1b[0m \x1b]0;title\x07 invoice\u202egnp.exe\u202c tab\tend\r\n"
+METADATA = {"note": "\x1b[2J\u2066isolated\u2069 \x1f", "plain": "ok"}
 RAW_CONTROLS = ("\x00", "\x1b", "\x07", "\u202e", "\u2066")
 
 
@@ -31,6 +32,21 @@ def test_text_and_metadata_come_back_byte_for_byte(memory: MemoryStore) -> None:
     assert [doc.page_content for doc in listed] == [TEXT]
     found = memory.search("invoice red title", k=1)
     assert found[0][0].page_content == TEXT
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata", "named"),
+    [
+        ("port\x008083", None, "text holds a NUL character"),
+        ("port 8083", {"team": "web\x00"}, "metadata['team'] holds a NUL character"),
+    ],
+)
+def test_a_nul_character_is_refused_on_every_store(
+    memory: MemoryStore, text: str, metadata: dict[str, str] | None, named: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(named)):
+        memory.store(text, metadata=metadata)
+    assert memory.count() == 0
 
 
 def test_a_forget_reason_is_escaped_in_the_log(

@@ -184,6 +184,9 @@ async def test_snapshot_of_an_in_memory_store_is_built_not_saved(server: FastMCP
         ("list_memories", {"offset": -1}, "offset", "greater than or equal to 0"),
         ("delete_memory", {}, "id", "Field required"),
         ("snapshot", {"rebuild": "yes"}, "rebuild", "valid boolean"),
+        ("store", {"text": "port\x00 8083"}, "text", "NUL character"),
+        ("store", {"text": "x", "metadata": {"team": "\x00"}}, "metadata", "NUL character"),
+        ("forget", {"ids": ["a\x00"]}, "ids", "NUL character"),
     ],
 )
 async def test_bad_arguments_are_tool_errors_naming_the_field(

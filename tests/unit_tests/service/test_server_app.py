@@ -468,6 +468,16 @@ def _raw_post(client: TestClient, path: str, body: str, **headers: str) -> httpx
         ("/query", '{"text": "q", "threshold": NaN}', "threshold"),
         ("/query", '{"text": "q", "limit": 1e400}', "limit"),
         ("/calibrate", '{"user_id": "b\\ud800"}', "user_id"),
+        ("/store", '{"text": "a\\u0000b"}', "text"),
+        ("/store", '{"text": "t", "metadata": {"k": "v\\u0000"}}', "metadata"),
+        ("/store", '{"text": "t", "supersedes": ["a\\u0000"]}', "supersedes"),
+        ("/forget", '{"ids": ["a\\u0000"]}', "ids"),
+        ("/forget", '{"query": "phone", "reason": "gdpr\\u0000"}', "reason"),
+        (
+            "/flush",
+            '{"session_id": "s", "messages": [{"role": "user", "content": "x\\u0000"}]}',
+            "messages.0.content",
+        ),
     ],
 )
 def test_bad_input_is_422_naming_the_field(
@@ -628,3 +638,12 @@ def test_start_up_reads_the_lexical_postings_of_a_persistent_store(
     app = create_app(_settings(tmp_path), memory=MemoryStore(store))
     with TestClient(app):
         assert index.postings_ready
+
+
+@pytest.mark.parametrize("method", ["GET /memories", "DELETE /memories", "GET /history"])
+def test_an_id_holding_a_nul_in_the_path_is_422_naming_it(client: TestClient, method: str) -> None:
+    verb, path = method.split()
+    response = client.request(verb, f"{path}/a%00b")
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"].startswith("id:")
+    assert "NUL" in response.json()["detail"]
