@@ -137,11 +137,28 @@ def session_turns(messages: Sequence[Any]) -> list[tuple[str, str]]:
     return [(role, text) for role, text in turns if text.strip()]
 
 
-def _windows(turns: list[tuple[str, str]], size: int) -> list[str]:
-    return [
-        "\n".join(f"{role}: {text}" for role, text in turns[start : start + size])
-        for start in range(0, len(turns), size)
-    ]
+def _windows(turns: list[tuple[str, str]], size: int, max_chars: int) -> list[str]:
+    """The turns as windows of at most ``size`` lines and ``max_chars`` characters.
+
+    A window may be stored verbatim, so none is longer than a memory may be; a
+    turn longer than that is cut into lines of ``max_chars``.
+    """
+    windows: list[str] = []
+    lines: list[str] = []
+    length = 0
+    for role, text in turns:
+        said = f"{role}: {text}"
+        for start in range(0, len(said), max_chars):
+            line = said[start : start + max_chars]
+            joined = length + len(line) + (1 if lines else 0)
+            if lines and (len(lines) == size or joined > max_chars):
+                windows.append("\n".join(lines))
+                lines, joined = [], len(line)
+            lines.append(line)
+            length = joined
+    if lines:
+        windows.append("\n".join(lines))
+    return windows
 
 
 def _segments(turns: list[tuple[str, str]]) -> list[tuple[list[tuple[str, str]], str | None]]:
@@ -313,7 +330,7 @@ def flush_session(
     flush = _Flush(memory, scope, duplicate_threshold, metadata, judged)
     number = 0
     for run, subject in _segments(turns):
-        for window in _windows(run, window_size):
+        for window in _windows(run, window_size, memory.max_text_chars):
             flush.window(number, window, max_facts)
             number += 1
         if subject is not None:

@@ -255,3 +255,16 @@ def test_only_the_user_asks_to_forget(memory: MemoryStore) -> None:
     result = flush_session(memory, chat, session_id="s", window_size=1)
     assert result.forgotten == []
     assert len(result.stored) == 2
+
+
+def test_no_window_stored_verbatim_is_longer_than_a_memory_may_be(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=100)
+    said = ["Deploys freeze on Fridays. " * 2, "The staging host is stg-7. " * 2, "x" * 250]
+    chat = [HumanMessage(said[0]), AIMessage(said[1]), HumanMessage(said[2])]
+    result = flush_session(memory, chat, session_id="long", window_size=8)
+    assert result.methods == ["fallback_no_llm"] * result.windows
+    texts = [doc.page_content for doc in result.stored]
+    assert all(len(text) <= 100 for text in texts)
+    kept = "".join(text.replace("\n", "") for text in texts)
+    roles = ["user", "assistant", "user"]
+    assert kept == "".join(f"{who}: {text}" for who, text in zip(roles, said, strict=True))
