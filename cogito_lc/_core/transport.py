@@ -25,6 +25,7 @@ __all__ = [
     "FailureKind",
     "exception_chain",
     "failure_kind",
+    "is_retryable_status",
     "is_timeout_error",
     "is_transport_error",
     "may_reject_schema",
@@ -75,10 +76,14 @@ def is_transport_error(exc: BaseException) -> bool:
             return True
         if any(cls.__name__ in TRANSPORT_ERROR_NAMES for cls in type(error).__mro__):
             return True
-        status = status_code(error)
-        if status is not None and (status >= _SERVER_ERROR_STATUS or status in _RETRYABLE_STATUSES):
+        if is_retryable_status(status_code(error)):
             return True
     return False
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """Whether an HTTP status says the server may answer later: 5xx, 408 or 429."""
+    return status is not None and (status >= _SERVER_ERROR_STATUS or status in _RETRYABLE_STATUSES)
 
 
 def is_timeout_error(exc: BaseException) -> bool:

@@ -55,7 +55,12 @@ from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.breaker import CircuitOpenError
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc._core.transport import TRANSPORT_ERROR_NAMES, exception_chain
+from cogito_lc._core.transport import (
+    TRANSPORT_ERROR_NAMES,
+    exception_chain,
+    is_retryable_status,
+    status_code,
+)
 from cogito_lc._core.versions import check_as_of, is_superseded, version_filter
 from cogito_lc.memory.memory_store import (
     AddResult,
@@ -166,10 +171,11 @@ class _EventQueue(AsyncCallbackHandler):
 
 
 def _is_upstream_failure(exc: BaseException) -> bool:
+    """Whether a model or store server failed to answer: unreachable, or 5xx, 408, 429."""
     for item in exception_chain(exc):
         if isinstance(item, (ConnectionError, TimeoutError)):
             return True
-        if type(item).__name__ in _UPSTREAM_NAMES:
+        if type(item).__name__ in _UPSTREAM_NAMES or is_retryable_status(status_code(item)):
             return True
     return False
 

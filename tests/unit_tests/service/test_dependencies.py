@@ -55,6 +55,24 @@ def test_a_model_server_that_does_not_answer_stays_502() -> None:
     assert answer.status_code == 502
 
 
+class _ApiStatusError(Exception):
+    """As the openai and Ollama clients raise an HTTP error: its status on the exception."""
+
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"Error code: {status_code}")
+        self.status_code = status_code
+
+
+@pytest.mark.parametrize(("status", "expected"), [(503, 502), (500, 502), (429, 502), (401, None)])
+def test_a_model_api_answering_an_error_status_is_502_when_it_may_answer_later(
+    status: int, expected: int | None
+) -> None:
+    error = RuntimeError("embedding failed")
+    error.__cause__ = _ApiStatusError(status)  # wrapped, as LangChain integrations do
+    answer = http_error_for(error)
+    assert (answer and answer.status_code) == expected
+
+
 def test_an_open_breaker_is_503_naming_the_dependency() -> None:
     answer = http_error_for(CircuitOpenError(DATABASE, "connection refused"))
     assert answer is not None
