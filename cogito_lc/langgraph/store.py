@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever
 from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.metadata import METADATA_KEY, SCOPE_KEYS
 from cogito_lc._core.validation import check_unicode
-from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
+from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded, superseded_ids
 from cogito_lc.memory.memory_store import MemoryConflictError, MemoryNotFoundError, MemoryStore
 from cogito_lc.memory.scope import Scope, as_scope
 from cogito_lc.stores import StoreAdapter, adapter_for
@@ -42,8 +42,10 @@ __all__ = ["CogitoStore"]
 
 _PAGE = 1_000
 """How many memories one read of a namespace scan fetches."""
-_MAX_VERSIONS = 10_000
-"""The most versions an item's chain is followed through (a guard against a cycle)."""
+_WALK = 8
+"""Versions a read follows one by one before it lists the item's versions instead."""
+_HEADS = 10_000
+"""How many items' latest seen versions a store keeps, to start its next read there."""
 _REPLACE_TRIES = 3
 """How often a replace re-reads the current version when another writer got there first."""
 _DELETE_REASON = "langgraph delete"
@@ -115,7 +117,17 @@ class CogitoStore(BaseStore):
         ```
     """
 
-    __slots__ = ("_adapter", "_lock", "fields", "llm", "memory", "retriever_kwargs", "scope_keys")
+    __slots__ = (
+        "_adapter",
+        "_heads",
+        "_heads_lock",
+        "_lock",
+        "fields",
+        "llm",
+        "memory",
+        "retriever_kwargs",
+        "scope_keys",
+    )
 
     def __init__(
         self,
@@ -156,6 +168,8 @@ class CogitoStore(BaseStore):
         self._adapter: StoreAdapter = adapter_for(memory.vectorstore)
         self._adapter.check_filters_by_metadata("CogitoStore")
         self._lock = threading.RLock()
+        self._heads: dict[str, str] = {}
+        self._heads_lock = threading.Lock()
         self._retriever(1, _items.prefix_clauses(()))  # a bad retriever keyword fails here
 
     # -- BaseStore -------------------------------------------------------------------
@@ -207,24 +221,50 @@ class CogitoStore(BaseStore):
     def _document(self, namespace: tuple[str, ...], key: str) -> Document | None:
         """The memory holding the item's current value, or None.
 
-        The chain is followed from the item's first memory: each version links the
-        next by ``superseded_by``, or by its id (a hash of the item's and the
-        replaced version's), which also finds a version whose write was cut before
-        the one it replaces was marked.
+        The chain is followed from the version this store last saw (else the
+        item's first): each version links the next by ``superseded_by``, or by
+        its id (a hash of the item's and the replaced version's), which also
+        finds a version whose write was cut before the one it replaces was
+        marked. Past a few steps, the item's versions are listed instead.
         """
         scope = self._scope(namespace)
         base = _items.item_id(self.memory.scope, namespace, key)
-        held = self.memory.get(base, scope=scope)
-        for _ in range(_MAX_VERSIONS):
+        held = self._start(base, scope)
+        for _ in range(_WALK):
             if held is None:
                 return None
             link = held.metadata.get(SUPERSEDED_BY_KEY) or _items.version_id(base, held.id or "")
             newer = self.memory.get(str(link), scope=scope)
             if newer is None or newer.metadata.get(_items.ITEM_ID) != base:
-                return held
+                return self._seen(base, held)
             held = newer
-        msg = f"item {key!r} in namespace {namespace!r} has over {_MAX_VERSIONS} versions"
-        raise RuntimeError(msg)
+        newest = self._newest(base, scope)
+        return None if newest is None else self._seen(base, newest)
+
+    def _start(self, base: str, scope: Scope) -> Document | None:
+        """The version of item ``base`` this store last saw, if still stored, else its first."""
+        with self._heads_lock:
+            seen = self._heads.get(base)
+        held = None if seen is None else self.memory.get(seen, scope=scope)
+        if held is not None and held.metadata.get(_items.ITEM_ID) == base:
+            return held
+        return self.memory.get(base, scope=scope)
+
+    def _seen(self, base: str, document: Document) -> Document:
+        with self._heads_lock:
+            self._heads.pop(base, None)
+            self._heads[base] = document.id or base
+            if len(self._heads) > _HEADS:
+                del self._heads[next(iter(self._heads))]
+        return document
+
+    def _newest(self, base: str, scope: Scope) -> Document | None:
+        """The version of item ``base`` no other version names as replaced (the newest written)."""
+        ids = self._adapter.ids_in(self._where([{_items.ITEM_ID: base}]))
+        versions = self._adapter.get(ids, scope.where())
+        replaced = {old for doc in versions for old in superseded_ids(doc.metadata)}
+        newest = [doc for doc in versions if doc.id not in replaced]
+        return max(newest, key=lambda doc: str(doc.metadata.get(_items.UPDATED)), default=None)
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
         """Every value the item held, oldest first (the last is the current one).
@@ -358,13 +398,14 @@ class CogitoStore(BaseStore):
         for _ in range(_REPLACE_TRIES):
             new_id = _items.version_id(document.metadata[_items.ITEM_ID], current.id or "")
             try:
-                self.memory.store(
+                written = self.memory.store(
                     document.page_content,
                     id=new_id,
                     metadata=document.metadata,
                     scope=scope,
                     supersedes=[current.id or ""],
                 )
+                self._seen(document.metadata[_items.ITEM_ID], written)
             except (MemoryNotFoundError, MemoryConflictError):  # another writer replaced it
                 held = self._document(op.namespace, op.key)
                 if held is None:

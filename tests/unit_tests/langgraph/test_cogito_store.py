@@ -407,3 +407,50 @@ async def test_async_history(store: CogitoStore) -> None:
         {"text": "one"},
         {"text": "two"},
     ]
+
+
+def _counting_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    get = MemoryStore.get
+
+    def counted(self: MemoryStore, id: str, **kwargs: object) -> object:  # noqa: A002
+        calls.append(id)
+        return get(self, id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemoryStore, "get", counted)
+    return calls
+
+
+def test_reading_an_item_does_not_walk_every_version_it_had(
+    memory: MemoryStore, store: CogitoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(30):
+        store.put(("n",), "k", {"text": f"value {n}"})
+    calls = _counting_gets(monkeypatch)
+    assert store.get(("n",), "k").value == {"text": "value 29"}  # type: ignore[union-attr]
+    assert len(calls) <= 2, calls  # from the version this store last saw
+    calls.clear()
+    fresh = CogitoStore(memory, index={"fields": ["text"]}, scope_keys={"user_id": 1})
+    assert fresh.get(("n",), "k").value == {"text": "value 29"}  # type: ignore[union-attr]
+    assert len(calls) <= 10, calls  # a few steps, then the item's versions are listed
+    fresh.put(("n",), "k", {"text": "value 30"})  # another writer: the first store follows
+    assert store.get(("n",), "k").value == {"text": "value 30"}  # type: ignore[union-attr]
+
+
+def test_a_long_chain_cut_before_marking_is_read_at_its_newest_value(
+    memory: MemoryStore, store: CogitoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(12):
+        store.put(("n",), "k", {"text": f"value {n}"})
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemoryStore, "_apply_marks", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(("n",), "k", {"text": "value 12"})
+    monkeypatch.undo()
+    fresh = CogitoStore(memory, index={"fields": ["text"]}, scope_keys={"user_id": 1})
+    assert fresh.get(("n",), "k").value == {"text": "value 12"}  # type: ignore[union-attr]
+    fresh.put(("n",), "k", {"text": "value 13"})
+    assert [i.value["text"] for i in fresh.history(("n",), "k")][-2:] == ["value 12", "value 13"]
