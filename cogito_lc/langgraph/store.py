@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ try:
         BaseStore,
         GetOp,
         IndexConfig,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         Op,
@@ -40,10 +42,15 @@ from cogito_lc.langgraph import _items
 
 __all__ = ["CogitoStore"]
 
+logger = logging.getLogger(__name__)
+
 _PAGE = 1_000
 """How many memories one read of a namespace scan fetches."""
 _WALK = 8
 """Versions a read follows one by one before it lists the item's versions instead."""
+_QUERY_POOL = 100
+"""Candidates each run of a query search ranks whatever its offset and limit, up to this
+many results: pages of one query then agree, as slices of one ranking."""
 _HEADS = 10_000
 """How many items' latest seen versions a store keeps, to start its next read there."""
 _REPLACE_TRIES = 3
@@ -94,7 +101,9 @@ class CogitoStore(BaseStore):
     query, search lists items by creation time;
     with one, the items recall finds come first (``score`` is RecallB's blended
     score), then the matching items that are not indexed, and ``offset`` counts
-    across both; ``put(..., index=False)`` stores an item no query ranks.
+    across both (pages of one query are slices of one ranking through the 100th
+    result; a page reaching past it ranks a larger pool, so page by a larger
+    ``limit`` there); ``put(..., index=False)`` stores an item no query ranks.
     ``index["embed"]`` and ``index["dims"]`` are ignored: the vector store embeds.
     Reads within a batch see the store as it was before the batch's writes.
 
@@ -180,6 +189,9 @@ class CogitoStore(BaseStore):
         for op in ops:
             for namespace in _namespaces_of(op):
                 _items.check_namespace(namespace)
+            if isinstance(op, PutOp) and not op.namespace:
+                msg = "namespace of a put must hold at least one label, such as ('memories',)."
+                raise InvalidNamespaceError(msg)
             if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
                 msg = f"key must be a str, got {type(op.key).__name__}."
                 raise TypeError(msg)
@@ -304,7 +316,7 @@ class CogitoStore(BaseStore):
         if op.limit < 1 or op.offset < 0:
             return []
         clauses = _items.prefix_clauses(op.namespace_prefix)
-        if not op.query:
+        if not op.query or not op.query.strip():  # a blank query ranks nothing: a listing
             found = self._scan(clauses, op.filter)
             return [_search_item(item) for item in found[op.offset : op.offset + op.limit]]
         wanted = op.offset + op.limit
@@ -333,8 +345,8 @@ class CogitoStore(BaseStore):
 
     def _retriever(self, k: int, clauses: list[dict[str, Any]]) -> BaseRetriever:
         fields: dict[str, Any] = {
-            "fetch_k": max(20, k),
-            "original_fetch_k": max(30, k),
+            "fetch_k": max(_QUERY_POOL, k),
+            "original_fetch_k": max(_QUERY_POOL, k),
             **self.retriever_kwargs,
             "k": k,
             "search_kwargs": {"filter": _items.where(clauses)},
@@ -439,16 +451,18 @@ class CogitoStore(BaseStore):
         self, op: PutOp, value: Mapping[str, Any], current: Document | None
     ) -> Document:
         raw = _items.dump_value(op.namespace, op.key, value)
-        texts = [] if op.index is False else _items.index_texts(value, op.index or self.fields)
+        fields = self.fields if op.index is None else op.index
+        texts = [] if fields is False else _items.index_texts(value, fields)
         text = "\n".join(texts)
-        if len(text) > self.memory.max_text_chars:
-            msg = (
-                f"the index fields of item {op.key!r} in namespace {op.namespace!r} hold "
-                f"{len(text)} characters, over the memory store's max_text_chars="
-                f"{self.memory.max_text_chars}; index fewer fields (put(..., index=[...])) "
-                "or raise max_text_chars."
+        if len(text) > self.memory.max_text_chars:  # the value itself is kept whole
+            logger.info(
+                "indexing the first %d of %d characters of item %r in namespace %r",
+                self.memory.max_text_chars,
+                len(text),
+                op.key,
+                op.namespace,
             )
-            raise ValueError(msg)
+            text = text[: self.memory.max_text_chars]
         stamp = _items.now()
         doc_id = _items.item_id(self.memory.scope, op.namespace, op.key)
         metadata: dict[str, Any] = {

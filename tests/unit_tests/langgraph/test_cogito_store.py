@@ -221,17 +221,30 @@ def test_bad_input_raises_naming_the_field_and_writes_nothing(store: CogitoStore
         store.batch([PutOp(("n",), "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
     with pytest.raises(NotImplementedError, match="TTL"):
         store.put(("n",), "k", {"text": "x"}, ttl=5)
-    store.memory.max_text_chars = 20
-    with pytest.raises(ValueError, match="max_text_chars=20"):
-        store.batch(
-            [
-                PutOp(("n",), "ok", {"text": "short"}),
-                PutOp(("n",), "long", {"text": "x" * 50}),
-            ]
-        )
+    with pytest.raises(InvalidNamespaceError, match="at least one label"):
+        store.batch([PutOp((), "k", {"text": "x"})])  # BaseStore.put's own check skipped
     assert store.memory.count() == 0
-    store.put(("n",), "raw", {"text": "y" * 50}, index=False)  # not indexed: no limit
-    assert store.get(("n",), "raw") is not None
+
+
+def test_a_value_longer_than_a_memory_is_kept_whole_and_indexed_on_its_start(
+    store: CogitoStore,
+) -> None:
+    store.memory.max_text_chars = 20
+    store.batch([PutOp(("n",), "ok", {"text": "short"}), PutOp(("n",), "long", {"text": "x" * 50})])
+    item = store.get(("n",), "long")
+    assert item is not None
+    assert item.value == {"text": "x" * 50}
+    held = store.memory.get(store._document(("n",), "long").id or "")  # type: ignore[union-attr]
+    assert held is not None
+    assert held.page_content == "x" * 20
+
+
+def test_a_blank_query_lists_and_an_empty_index_list_indexes_nothing(store: CogitoStore) -> None:
+    store.put(("n",), "a", {"text": "deploys freeze on fridays"})
+    store.put(("n",), "b", {"text": "deploys go to prod-2"}, index=[])
+    assert [item.key for item in store.search(("n",), query=" \n")] == ["a", "b"]
+    ranked = store.search(("n",), query="deploys")
+    assert [(item.key, item.score is None) for item in ranked] == [("a", False), ("b", True)]
 
 
 async def test_async_twins(store: CogitoStore) -> None:
@@ -454,3 +467,17 @@ def test_a_long_chain_cut_before_marking_is_read_at_its_newest_value(
     assert fresh.get(("n",), "k").value == {"text": "value 12"}  # type: ignore[union-attr]
     fresh.put(("n",), "k", {"text": "value 13"})
     assert [i.value["text"] for i in fresh.history(("n",), "k")][-2:] == ["value 12", "value 13"]
+
+
+def test_pages_of_a_query_search_neither_repeat_nor_skip_items(store: CogitoStore) -> None:
+    topics = ["deploys", "billing", "tokens", "on-call", "staging", "backups"]
+    for n in range(60):
+        store.put(("n",), f"k{n:02d}", {"text": f"note {n} about {topics[n % 6]} and the team"})
+    paged = [
+        item.key
+        for offset in range(0, 63, 7)
+        for item in store.search(("n",), query="team notes about deploys", limit=7, offset=offset)
+    ]
+    whole = [item.key for item in store.search(("n",), query="team notes about deploys", limit=60)]
+    assert paged == whole
+    assert sorted(whole) == [f"k{n:02d}" for n in range(60)]
