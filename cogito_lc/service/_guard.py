@@ -23,7 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.staticfiles import StaticFiles
 
-from cogito_lc.service._schemas import FieldError, ValidationErrorResponse
+from cogito_lc.service._schemas import FieldError, ValidationErrorResponse, readable_message
 
 __all__ = [
     "JSONRPC_PATHS",
@@ -457,7 +457,7 @@ def _field_error(error: dict[str, Any], content_type: str | None) -> FieldError:
         sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
         message = f"the body must be a JSON object sent with 'Content-Type: {JSON}'; got {sent}"
         return FieldError(field="body", message=_capped(message), type="content_type")
-    return FieldError(field=field, message=_capped(error["msg"]), type=error["type"])
+    return FieldError(field=field, message=_capped(readable_message(error)), type=error["type"])
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:

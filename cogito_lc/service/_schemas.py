@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -263,6 +263,24 @@ def storable(value: Any, name: str) -> Any:
     return value
 
 
+def readable_message(error: Mapping[str, Any]) -> str:
+    """A validation error's message, with the schema's patterns said in words.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import NON_BLANK, readable_message
+
+        error = {"type": "string_pattern_mismatch", "msg": "...", "ctx": {"pattern": NON_BLANK}}
+        assert readable_message(error) == "must contain a character that is not whitespace"
+        ```
+    """
+    if error.get("type") == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern")
+        if pattern in _PATTERN_WORDS:
+            return _PATTERN_WORDS[pattern]
+    return str(error.get("msg", "invalid"))
+
+
 class _Request(BaseModel):
     """Strict JSON object: unknown fields and coercions are errors.
 
@@ -371,6 +389,12 @@ class CalibrateRequest(ScopedBody):
 
 ROLE_PATTERN = r"^[a-z][a-z_]*$"
 FLUSH_MAX_MESSAGES = 1000
+_PATTERN_WORDS = {
+    NON_BLANK: "must contain a character that is not whitespace",
+    ID_PATTERN: "must start with a letter or digit and hold only letters, digits and ._:@+-",
+    ROLE_PATTERN: "must be lower-case letters and '_', such as 'user' or 'assistant'",
+}
+"""What each pattern of the request schema asks for, in words."""
 
 
 class SessionMessage(_Request):

@@ -558,6 +558,8 @@ class MemoryService:
                 yield "candidates", {"memories": hits, "recall_method": method}
             try:
                 docs = await task
+                if as_of is not None and not docs:  # refused as /recall refuses it
+                    await asyncio.to_thread(view.memory.check_as_of, as_of)
             except Exception as exc:
                 if as_of is not None and isinstance(exc, ValueError) and "as_of" in str(exc):
                     yield "error", {"status": 422, "detail": f"as_of: {exc}"}

@@ -104,6 +104,7 @@ from cogito_lc.service._schemas import (
     finite,
     forget_response,
     forget_target_errors,
+    readable_message,
     storable,
     text_field,
 )
@@ -519,9 +520,7 @@ _ANNOTATIONS = {
 
 def _field_message(error: Mapping[str, Any]) -> str:
     field = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
-    if error.get("type") == "string_pattern_mismatch" and field == "text":
-        return "text: must contain a character that is not whitespace"
-    return f"{field}: {error.get('msg', 'invalid')}"
+    return f"{field}: {readable_message(error)}"
 
 
 def invalid_arguments(exc: ValidationError) -> ValueError:

@@ -132,3 +132,14 @@ def test_recall_stream_validates_like_recall(client: TestClient) -> None:
         events = _server_sent(response.read().decode())
     assert events[0][1]["memories"] == []
     assert events[1][1]["memories"] == []
+
+
+def test_an_as_of_before_every_memory_is_refused_as_recall_refuses_it(client: TestClient) -> None:
+    body = {"text": QUERY, "as_of": "2001-01-01T00:00:00Z"}
+    recall = client.post("/recall", json=body)
+    assert recall.status_code == 422
+    with client.stream("POST", "/recall/stream", json=body) as response:
+        events = _server_sent(response.read().decode())
+    assert events[-1][0] == "error"
+    assert events[-1][1]["status"] == 422
+    assert "before every memory" in events[-1][1]["detail"]

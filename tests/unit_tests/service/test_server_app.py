@@ -647,3 +647,20 @@ def test_an_id_holding_a_nul_in_the_path_is_422_naming_it(client: TestClient, me
     assert response.status_code == 422, response.text
     assert response.json()["detail"].startswith("id:")
     assert "NUL" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field", "says"),
+    [
+        ("/store", {"text": " \n"}, "text", "must contain a character that is not whitespace"),
+        ("/forget", {"query": "\t"}, "query", "must contain a character that is not whitespace"),
+        ("/store", {"text": "x", "id": "two words"}, "id", "letters, digits and ._:@+-"),
+    ],
+)
+def test_a_pattern_is_said_in_words(
+    client: TestClient, path: str, body: dict[str, str], field: str, says: str
+) -> None:
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"] == f"{field}: {says}" or says in response.json()["detail"]
+    assert "String should match pattern" not in response.json()["detail"]
