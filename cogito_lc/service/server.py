@@ -214,17 +214,35 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
     return Depends(body_of)
 
 
-_LIST_QUERY = frozenset({"limit", "offset", "include_superseded", "as_of"})
+def _declared_query(dependant: Any) -> set[str]:
+    """The query parameters a route (with its dependencies) declares."""
+    names = {field.alias for field in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _declared_query(dependency)
+    return names
 
 
-def _reject_unknown_list_query(request: Request) -> None:
-    """``GET /memories`` takes only its documented query parameters (a typo is a 422)."""
-    unknown = sorted(set(request.query_params) - _LIST_QUERY)
-    if unknown:
-        msg = f"unknown query parameter; accepted: {', '.join(sorted(_LIST_QUERY))}"
-        raise RequestValidationError(
-            [{"loc": ("query", name), "msg": msg, "type": "extra_forbidden"} for name in unknown]
-        )
+def _only_declared_query(request: Request) -> None:
+    """A route takes only its documented query parameters, each once (a typo is a 422)."""
+    route = request.scope.get("route")
+    accepted = _declared_query(route.dependant) if route is not None else set(request.query_params)
+    unknown = sorted(set(request.query_params) - accepted)
+    repeated = sorted(n for n in accepted if len(request.query_params.getlist(n)) > 1)
+    if not unknown and not repeated:
+        return
+    hint = f"accepted: {', '.join(sorted(accepted))}" if accepted else "this route takes none"
+    errors = [
+        {
+            "loc": ("query", name),
+            "msg": f"unknown query parameter; {hint}",
+            "type": "extra_forbidden",
+        }
+        for name in unknown
+    ] + [
+        {"loc": ("query", name), "msg": "given more than once; give it once", "type": "repeated"}
+        for name in repeated
+    ]
+    raise RequestValidationError(errors)
 
 
 def _reject_repeated_scope_header(request: Request) -> None:
@@ -481,7 +499,6 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         "/memories",
         response_model=MemoryList,
         responses=_responses(403, auth=auth),
-        dependencies=[Depends(_reject_unknown_list_query)],
     )
     async def list_memories(
         header_user: user,
@@ -797,7 +814,12 @@ def create_app(
     app.state.service = service
     scopes = _Scopes(service, settings.allow_request_scope)
     models = request_models(settings.max_text_chars, settings.max_query_chars)
-    router = APIRouter(dependencies=[Depends(bearer_dependency(token))] if token else [])
+    router = APIRouter(
+        dependencies=[
+            *([Depends(bearer_dependency(token))] if token else []),
+            Depends(_only_declared_query),
+        ]
+    )
     _search_routes(router, service, models, scopes, auth)
     _write_routes(router, service, models, scopes, auth)
     _memory_routes(router, service, scopes, auth)

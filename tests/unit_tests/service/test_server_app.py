@@ -664,3 +664,21 @@ def test_a_pattern_is_said_in_words(
     assert response.status_code == 422, response.text
     assert response.json()["detail"] == f"{field}: {says}" or says in response.json()["detail"]
     assert "String should match pattern" not in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "field", "says"),
+    [
+        ("POST", "/query?limit=1", "limit", "unknown query parameter; this route takes none"),
+        ("DELETE", "/memories/m1?reason=gdpr", "reason", "unknown query parameter"),
+        ("GET", "/memories?limit=1&limit=3", "limit", "given more than once"),
+        ("GET", "/memories?limt=1", "limt", "accepted: as_of, include_superseded, limit, offset"),
+    ],
+)
+def test_a_query_parameter_a_route_does_not_take_is_a_422_naming_it(
+    client: TestClient, method: str, path: str, field: str, says: str
+) -> None:
+    response = client.request(method, path, json={"text": "x"} if method == "POST" else None)
+    assert response.status_code == 422, response.text
+    assert [error["field"] for error in response.json()["errors"]] == [field]
+    assert says in response.json()["detail"]
