@@ -240,18 +240,43 @@ def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
         )
         ```
     """
+    unreadable, syntax = _problems(body, max_depth)
+    return unreadable or syntax
+
+
+def unreadable_problem(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a body cannot be read as JSON at all, syntax apart (HTTP 400), or None.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import unreadable_problem
+
+        assert unreadable_problem(b'{"text": 1') is None  # a syntax error: named elsewhere
+        assert "UTF-8" in unreadable_problem(b'{"x": "' + bytes([0xFF]) + b'"}')
+        ```
+    """
+    return _problems(body, max_depth)[0]
+
+
+def _problems(body: bytes, max_depth: int) -> tuple[str | None, str | None]:
+    """Why ``body`` cannot be read (not UTF-8, too deep, a number too long), and its syntax error.
+
+    A parser fails on the first three with an error other than a syntax error,
+    or a recursion error, so they are found apart.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"the body is not valid UTF-8 (byte {exc.start + 1}): send the JSON as UTF-8"
+        return f"the body is not valid UTF-8 (byte {exc.start + 1}): send the JSON as UTF-8", None
     if json_too_deep(body, max_depth):
-        return too_deep_message(max_depth)
+        return too_deep_message(max_depth), None
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        return None, f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     except (ValueError, RecursionError) as exc:  # e.g. a number too long to convert
-        return f"the body is not JSON the server can read: {str(exc).partition(';')[0]}"
+        return f"the body is not JSON the server can read: {str(exc).partition(';')[0]}", None
+    return None, None
     return None
 
 
@@ -327,6 +352,11 @@ class BodyLimitMiddleware:
             return message
 
         if self.max_json_depth is not None and _sends_json(scope):
+            content_type = _header(scope, b"content-type")
+            problem = None if content_type is None else content_type_problem(content_type)
+            if problem is not None:  # a charset other than UTF-8
+                await _send_json(send, 415, problem, scope=scope)
+                return
             await self.app(scope, _depth_checked(limited, self.max_json_depth), send)
             return
         await self.app(scope, limited, send)
@@ -354,8 +384,9 @@ def _depth_checked(receive: Receive, max_depth: int) -> Receive:
             body = await read_body(receive)
             if not isinstance(body, bytes):
                 return body  # the client left
-            if json_too_deep(body, max_depth):
-                raise HTTPException(400, too_deep_message(max_depth))
+            problem = unreadable_problem(body, max_depth) if body else None
+            if problem is not None:
+                raise HTTPException(400, problem)
             replay = replaying(body, receive)
         return await replay()
 

@@ -62,3 +62,19 @@ def test_brackets_in_strings_and_shallow_bodies_pass(client: TestClient) -> None
 def test_the_inspector_form_is_not_json(client: TestClient) -> None:
     answer = client.post("/ui/login", data={"token": "[" * 100, "nonce": "x"})
     assert answer.status_code == 403  # the form's nonce decides, not the JSON guard
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "says"),
+    [
+        (b'{"text": "caf\xe9"}', "application/json", 400, "not valid UTF-8 (byte 14)"),
+        (b'{"text": "x", "n": ' + b"9" * 5000 + b"}", "application/json", 400, "4300 digits"),
+        (b'{"text": "x"}', "application/json; charset=latin-1", 415, "charset 'latin-1'"),
+    ],
+)
+def test_a_body_that_cannot_be_read_as_json_says_why(
+    client: TestClient, body: bytes, content_type: str, status: int, says: str
+) -> None:
+    response = client.post("/store", content=body, headers={"Content-Type": content_type})
+    assert response.status_code == status, response.text
+    assert says in response.json()["detail"]
