@@ -9,7 +9,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -164,52 +165,9 @@ HOLDER = textwrap.dedent(
     import sys, time
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from cogito_lc import MemoryStore
-
-    memory = MemoryStore.from_database_url(
-        sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16), collection=sys.argv[2]
-    )
-    with memory._store.exclusive():
-        print("held", flush=True)
-        time.sleep(120)
-    """
-)
-
-
-def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
-    pg_url: str, pg_collection: str
-) -> None:
-    memory = _slow_replica(pg_url, pg_collection)
-    old = memory.store(AUSTIN)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, pg_url, pg_collection], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
-        done: list[Any] = []
-        supersede = partial(memory.store, DENVER, supersedes=[old.id or ""])
-        writer = threading.Thread(target=lambda: done.extend(in_threads(supersede)))
-        writer.start()
-        writer.join(timeout=1.0)
-        assert writer.is_alive(), done  # it waits for the other replica's lock
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
-    writer.join(timeout=15)
-    assert not writer.is_alive()
-    [new] = done
-    assert not isinstance(new, Exception), new
-    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
-
-
-FROZEN_HOLDER = textwrap.dedent(
-    """
-    import sys, time
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-    from cogito_lc import MemoryStore
     from cogito_lc.stores import postgres
 
-    postgres.WRITE_LOCK_LEASE_S = 2.0
+    postgres.WRITE_LOCK_LEASE_S = float(sys.argv[3])
     memory = MemoryStore.from_database_url(
         sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16), collection=sys.argv[2]
     )
@@ -220,26 +178,54 @@ FROZEN_HOLDER = textwrap.dedent(
 )
 
 
-def test_a_replica_frozen_holding_the_write_lock_loses_it_after_its_lease(
-    pg_url: str, pg_collection: str
-) -> None:
-    memory = _slow_replica(pg_url, pg_collection)
-    old = memory.store(AUSTIN)
+@contextmanager
+def _replica_holding_the_lock(
+    pg_url: str, collection: str, lease: float = postgres.WRITE_LOCK_LEASE_S
+) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the table's write lock, killed at the end."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", FROZEN_HOLDER, pg_url, pg_collection],
+        [sys.executable, "-c", HOLDER, pg_url, collection, str(lease)],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_a_replica_killed_holding_the_write_lock_does_not_block_the_others(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    with _replica_holding_the_lock(pg_url, pg_collection):
+        done: list[Any] = []
+        supersede = partial(memory.store, DENVER, supersedes=[old.id or ""])
+        writer = threading.Thread(target=lambda: done.extend(in_threads(supersede)))
+        writer.start()
+        writer.join(timeout=1.0)
+        assert writer.is_alive(), done  # it waits for the other replica's lock
+    writer.join(timeout=15)
+    assert not writer.is_alive()
+    [new] = done
+    assert not isinstance(new, Exception), new
+    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
+
+
+def test_a_replica_frozen_holding_the_write_lock_loses_it_after_its_lease(
+    pg_url: str, pg_collection: str
+) -> None:
+    memory = _slow_replica(pg_url, pg_collection)
+    old = memory.store(AUSTIN)
+    with _replica_holding_the_lock(pg_url, pg_collection, lease=2.0) as holder:
         holder.send_signal(signal.SIGSTOP)  # alive to the kernel: its socket stays open
         started = time.monotonic()
         new = memory.store(DENVER, supersedes=[old.id or ""])
         waited = time.monotonic() - started
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
     assert 1.0 < waited < 10.0, waited  # the 2 s lease, not the 20 s wait
     assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
 

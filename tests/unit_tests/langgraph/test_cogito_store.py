@@ -394,18 +394,25 @@ def test_a_put_of_none_deletes_too(store: CogitoStore) -> None:
     assert store.memory.count() == 0
 
 
-def test_a_replace_cut_before_marking_still_reads_the_new_value(
-    store: CogitoStore, monkeypatch: pytest.MonkeyPatch
+def _put_cut_before_marking(
+    store: CogitoStore, monkeypatch: pytest.MonkeyPatch, value: dict[str, str]
 ) -> None:
-    store.put(("n",), "k", {"text": "old value"})
+    """Put ``value`` at ("n",)/k, the process dying before the replaced version is marked."""
 
     def crash(*args: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(MemoryStore, "_apply_marks", crash)
     with pytest.raises(KeyboardInterrupt):
-        store.put(("n",), "k", {"text": "new value"})
+        store.put(("n",), "k", value)
     monkeypatch.undo()
+
+
+def test_a_replace_cut_before_marking_still_reads_the_new_value(
+    store: CogitoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put(("n",), "k", {"text": "old value"})
+    _put_cut_before_marking(store, monkeypatch, {"text": "new value"})
     item = store.get(("n",), "k")
     assert item is not None
     assert item.value == {"text": "new value"}  # it names the one it replaces
@@ -455,14 +462,7 @@ def test_a_long_chain_cut_before_marking_is_read_at_its_newest_value(
 ) -> None:
     for n in range(12):
         store.put(("n",), "k", {"text": f"value {n}"})
-
-    def crash(*args: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(MemoryStore, "_apply_marks", crash)
-    with pytest.raises(KeyboardInterrupt):
-        store.put(("n",), "k", {"text": "value 12"})
-    monkeypatch.undo()
+    _put_cut_before_marking(store, monkeypatch, {"text": "value 12"})
     fresh = CogitoStore(memory, index={"fields": ["text"]}, scope_keys={"user_id": 1})
     assert fresh.get(("n",), "k").value == {"text": "value 12"}  # type: ignore[union-attr]
     fresh.put(("n",), "k", {"text": "value 13"})
