@@ -1558,9 +1558,14 @@ class MemoryStore:
     def _apply_marks(
         self, marks: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
     ) -> None:
-        """Add version keys to stored memories of ``where`` (metadata only); refresh the indexes."""
+        """Add version keys to stored memories of ``where`` (metadata only); refresh the indexes.
+
+        The ids are recorded as pending first, so a crash before the lexical
+        index is refreshed is re-synced at the next start.
+        """
         if not marks:
             return
+        self._mark_pending(builtins.list(marks))
         updated = self._store.set_metadata(marks, where)
         if self._lexical is not None and updated:
             self._lexical.upsert(updated)

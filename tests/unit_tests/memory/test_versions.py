@@ -22,7 +22,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from cogito_lc import MemoryNotFoundError, MemoryStore, SupersessionJudge
 from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.state import DirectoryStateStore
-from cogito_lc.stores import InMemoryAdapter
+from cogito_lc.stores import InMemoryAdapter, LexicalSync
 from cogito_lc.stores.postgres import WriteLockTimeoutError
 from tests.races import HeldEmbeddings, in_threads, slow_reads, while_held
 from tests.unit_tests.conftest import HashEmbeddings
@@ -631,3 +631,31 @@ def test_include_superseded_must_be_a_bool_on_every_read() -> None:
     ):
         with pytest.raises(TypeError, match="include_superseded must be True or False"):
             read()
+
+
+def test_a_crash_between_a_supersession_mark_and_the_lexical_index_is_resynced_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def opened() -> MemoryStore:
+        chroma = Chroma("marks", HashEmbeddings(), persist_directory=str(tmp_path))
+        return MemoryStore(chroma, scope={"user_id": "u1"})
+
+    memory = opened()
+    old = memory.store(AUSTIN)
+    upsert = LexicalSync.upsert
+
+    def dying_on_the_marks(self: LexicalSync, documents: list[Document]) -> None:
+        if any("superseded_by" in doc.metadata for doc in documents):
+            raise KeyboardInterrupt  # the process ends between the two writes
+        upsert(self, documents)
+
+    monkeypatch.setattr(LexicalSync, "upsert", dying_on_the_marks)
+    with pytest.raises(KeyboardInterrupt):
+        memory.store(DENVER, supersedes=[old.id or ""])
+    monkeypatch.undo()
+    restarted = opened()
+    assert restarted._lexical is not None
+    [(indexed, _)] = restarted._lexical.search("Austin Texas downtown", k=1)
+    assert indexed.id == old.id
+    assert indexed.metadata == restarted.get(old.id or "").metadata  # type: ignore[union-attr]
+    assert "superseded_by" in indexed.metadata
