@@ -766,6 +766,55 @@ def _mount_ui(
     return (mount_ui(app, service, settings, token),)
 
 
+_NO_NUL = {"pattern": r"\u0000"}
+"""Said (as ``not``) of every string a request sends: no store holds a NUL character."""
+
+
+def _document_nul_free_requests(app: FastAPI) -> None:
+    """Make the OpenAPI document say that no string of a request may hold a NUL character."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            _say_no_nul(document)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _say_no_nul(document: dict[str, Any]) -> None:
+    """Add ``not: {pattern: NUL}`` to the strings of request bodies and parameters."""
+    components = document.get("components", {}).get("schemas", {})
+    seen: set[str] = set()
+
+    def mark(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                mark(item)
+            return
+        if not isinstance(node, dict):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            name = ref.rsplit("/", 1)[-1]
+            if name not in seen:
+                seen.add(name)
+                mark(components.get(name))
+        if node.get("type") == "string":
+            node.setdefault("not", dict(_NO_NUL))
+        for key, value in list(node.items()):
+            if key != "not":
+                mark(value)
+
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict):
+                mark(operation.get("requestBody"))
+                mark(operation.get("parameters"))
+
+
 def create_app(
     settings: CogitoSettings | None = None,
     *,
@@ -812,6 +861,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.service = service
+    _document_nul_free_requests(app)
     scopes = _Scopes(service, settings.allow_request_scope)
     models = request_models(settings.max_text_chars, settings.max_query_chars)
     router = APIRouter(

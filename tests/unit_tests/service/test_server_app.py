@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -682,3 +683,17 @@ def test_a_query_parameter_a_route_does_not_take_is_a_422_naming_it(
     assert response.status_code == 422, response.text
     assert [error["field"] for error in response.json()["errors"]] == [field]
     assert says in response.json()["detail"]
+
+
+def test_the_openapi_document_says_no_request_string_holds_a_nul(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    schema = create_app(_settings(tmp_path), memory=memory).openapi()
+    components = schema["components"]["schemas"]
+    content = components["SessionMessage"]["properties"]["content"]
+    assert content["not"] == {"pattern": "\\u0000"}
+    assert re.search(content["not"]["pattern"], "a\x00b")  # the pattern finds a NUL
+    path_id = schema["paths"]["/memories/{id}"]["get"]["parameters"][0]
+    assert path_id["name"] == "id"
+    assert path_id["schema"]["not"] == {"pattern": "\\u0000"}
+    assert "not" not in components["MemoryRecord"]["properties"]["text"]  # answers: unchanged
