@@ -307,9 +307,14 @@ ALLOWED = {
         "write lock's transaction holds a pooled connection); it reads no table",
     ),
     "write lock wait": Allowed(
-        re.compile(r"SET LOCAL (?:lock_timeout = '\d+ms'|idle_in_transaction_session_timeout = 0)"),
+        re.compile(r"SET LOCAL (?:lock_timeout|idle_in_transaction_session_timeout) = '\d+ms'"),
         "how long the write lock that follows in the same transaction is waited for, and "
-        "that the server keeps the transaction holding it while idle",
+        "how long the server keeps the transaction holding it while idle (the lease)",
+    ),
+    "write lock renewal": Allowed(
+        re.compile(re.escape("SELECT 1")),
+        "the lock's transaction saying its replica is alive during a long section; it "
+        "reads no table",
     ),
     "write lock": Allowed(
         re.compile(
