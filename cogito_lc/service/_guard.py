@@ -13,6 +13,7 @@ import hmac
 import json
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
@@ -159,6 +160,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_A_BRACKET = bytes(byte for byte in range(256) if byte not in b"[]{}")
 _OPENING = frozenset(b"[{")
+_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (_INT_DIGITS + 1)) if _INT_DIGITS else None
+"""A run of digits longer than Python converts to an int (none without a limit)."""
 
 
 def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -247,6 +251,9 @@ def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
 def unreadable_problem(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Why a body cannot be read as JSON at all, syntax apart (HTTP 400), or None.
 
+    It parses the body only when it holds a run of digits too long to convert,
+    so a readable body is parsed once, where it is validated.
+
     Example:
         ```python
         from cogito_lc.service._guard import unreadable_problem
@@ -255,14 +262,18 @@ def unreadable_problem(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> str | No
         assert "UTF-8" in unreadable_problem(b'{"x": "' + bytes([0xFF]) + b'"}')
         ```
     """
-    return _problems(body, max_depth)[0]
+    return _problems(body, max_depth, always_parse=False)[0]
 
 
-def _problems(body: bytes, max_depth: int) -> tuple[str | None, str | None]:
+def _problems(
+    body: bytes, max_depth: int, *, always_parse: bool = True
+) -> tuple[str | None, str | None]:
     """Why ``body`` cannot be read (not UTF-8, too deep, a number too long), and its syntax error.
 
     A parser fails on the first three with an error other than a syntax error,
-    or a recursion error, so they are found apart.
+    or a recursion error, so they are found apart. Without ``always_parse``, the
+    body is parsed only when a number in it may be too long, and no syntax error
+    is given.
     """
     try:
         text = body.decode("utf-8")
@@ -270,6 +281,8 @@ def _problems(body: bytes, max_depth: int) -> tuple[str | None, str | None]:
         return f"the body is not valid UTF-8 (byte {exc.start + 1}): send the JSON as UTF-8", None
     if json_too_deep(body, max_depth):
         return too_deep_message(max_depth), None
+    if not always_parse and (_LONG_DIGITS is None or not _LONG_DIGITS.search(body)):
+        return None, None
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
@@ -277,7 +290,6 @@ def _problems(body: bytes, max_depth: int) -> tuple[str | None, str | None]:
     except (ValueError, RecursionError) as exc:  # e.g. a number too long to convert
         return f"the body is not JSON the server can read: {str(exc).partition(';')[0]}", None
     return None, None
-    return None
 
 
 class BearerAuthMiddleware:
