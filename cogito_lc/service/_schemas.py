@@ -75,6 +75,7 @@ __all__ = [
     "SnapshotBuildRequest",
     "SnapshotBuildResponse",
     "SnapshotResponse",
+    "StorableFields",
     "StoreBody",
     "StoreResponse",
     "ValidationErrorResponse",
@@ -85,7 +86,9 @@ __all__ = [
     "forget_response",
     "forget_target_errors",
     "not_nullable",
+    "readable_message",
     "request_models",
+    "storable",
     "text_field",
 ]
 
@@ -281,7 +284,16 @@ def readable_message(error: Mapping[str, Any]) -> str:
     return str(error.get("msg", "invalid"))
 
 
-class _Request(BaseModel):
+class StorableFields:
+    """Mixed into a request or tool-argument model: no string of a field holds a NUL."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
+        return storable(value, info.field_name or "value")
+
+
+class _Request(StorableFields, BaseModel):
     """Strict JSON object: unknown fields and coercions are errors.
 
     Patterns run on the Rust engine, whose ``$`` matches only at the end of the
@@ -290,11 +302,6 @@ class _Request(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
-        return storable(value, info.field_name or "value")
 
 
 class ScopedBody(_Request):

@@ -97,6 +97,7 @@ from cogito_lc.service._schemas import (
     RecallBResponse,
     RecallResponse,
     SnapshotBuildResponse,
+    StorableFields,
     StoreResponse,
     Supersede,
     Threshold,
@@ -105,7 +106,6 @@ from cogito_lc.service._schemas import (
     forget_response,
     forget_target_errors,
     readable_message,
-    storable,
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
@@ -545,7 +545,7 @@ def invalid_arguments(exc: ValidationError) -> ValueError:
     return ValueError("invalid arguments: " + "; ".join(_field_message(e) for e in errors))
 
 
-class _StrictArguments:
+class _StrictArguments(StorableFields):
     """Mixed into a tool's argument model: unknown names are errors, and errors are short."""
 
     model_config = ConfigDict(extra="forbid", regex_engine="rust-regex")
@@ -553,16 +553,9 @@ class _StrictArguments:
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
         try:
-            arguments = super().model_validate(obj, **kwargs)  # type: ignore[misc]
+            return super().model_validate(obj, **kwargs)  # type: ignore[misc]
         except ValidationError as exc:
             raise invalid_arguments(exc) from None
-        try:
-            for name in type(arguments).model_fields:
-                storable(getattr(arguments, name), name)
-        except ValueError as exc:
-            msg = f"invalid arguments: {exc}"
-            raise ValueError(msg) from None
-        return arguments
 
 
 def _strict_tool(fn: Callable[..., Any]) -> Tool:
