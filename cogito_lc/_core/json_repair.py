@@ -251,7 +251,7 @@ def salvage_json_array(text: str) -> list[Any]:
     start = cleaned.find("[")
     if start < 0:
         return []
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_bounded_int)
     items: list[Any] = []
     position = start + 1
     while True:
@@ -260,7 +260,7 @@ def salvage_json_array(text: str) -> list[Any]:
             return items
         try:
             item, position = decoder.raw_decode(cleaned, position)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return items
         items.append(item)
 
@@ -304,13 +304,22 @@ def _decode_first(text: str, openers: str) -> Any:
 def _decode_at(text: str, start: int) -> tuple[Any, json.JSONDecodeError | None]:
     decoder = json.JSONDecoder(parse_int=_bounded_int)
     try:
-        return decoder.raw_decode(text, start)[0], None
+        return _nested_decode(decoder, text, start), None
     except json.JSONDecodeError as exc:
         error = exc
     try:
-        return decoder.raw_decode(remove_trailing_commas(text[start:]))[0], None
+        return _nested_decode(decoder, remove_trailing_commas(text[start:]), 0), None
     except json.JSONDecodeError:
         return _MISSING, error
+
+
+def _nested_decode(decoder: json.JSONDecoder, text: str, start: int) -> Any:
+    """The value at ``start``; nesting past Python's recursion limit fails as bad JSON does."""
+    try:
+        return decoder.raw_decode(text, start)[0]
+    except RecursionError as exc:
+        msg = "JSON value nested too deeply to decode"
+        raise json.JSONDecodeError(msg, text, start) from exc
 
 
 _MAX_INT_DIGITS = 4000  # below Python's int-conversion limit (4300 digits)

@@ -259,18 +259,14 @@ def _reply_items(raw: str) -> list[Any]:
         value = extract_json(raw, shape="any")
     except TruncatedJsonError as exc:
         return _salvaged(raw, exc)
-    except (JsonExtractionError, ValueError, RecursionError) as exc:
-        # ValueError also covers integers too long to convert; RecursionError, absurd nesting.
+    except JsonExtractionError as exc:
         msg = f"no JSON array in the reply ({exc})"
         raise PointerParseError(msg) from exc
     return _as_list(value)
 
 
 def _salvaged(raw: str, cause: Exception) -> list[Any]:
-    try:
-        items = salvage_json_array(raw)
-    except (ValueError, RecursionError) as exc:
-        raise PointerParseError(str(exc)) from exc
+    items = salvage_json_array(raw)
     if not items:
         raise PointerParseError(str(cause)) from cause
     return items

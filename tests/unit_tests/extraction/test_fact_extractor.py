@@ -610,6 +610,40 @@ def test_a_reply_whose_items_are_all_dropped_is_a_parse_error(reply: str) -> Non
     assert "valid Fact" in (result.error or "")
 
 
+FRIDAY_RULE = '{"content": "Deploys freeze on Fridays.", "kind": "rule", "importance": 0.9}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "facts"),
+    [
+        pytest.param("[" * 5000 + "]" * 5000, 0, id="nested past the recursion limit"),
+        pytest.param('{"items": ' + "[" * 5000, 0, id="nested and cut off"),
+        pytest.param(
+            f'{{"items": [{FRIDAY_RULE}, {{"content": "b", "importance": {"9" * 5000}',
+            1,
+            id="cut off in an integer too long to convert",
+        ),
+    ],
+)
+async def test_a_runaway_reply_is_salvaged_or_a_parse_error_never_an_exception(
+    reply: str, facts: int
+) -> None:
+    extractor = FactExtractor.from_llm(FakeListChatModel(responses=[reply]))
+    friday = Fact(content="Deploys freeze on Fridays.", kind="rule", importance=0.9)
+    expected = ([friday], ExtractionMethod.TEXT) if facts else ([], ExtractionMethod.PARSE_ERROR)
+
+    for result in (
+        extractor.invoke_with_result(DECISION_TEXT),
+        await extractor.ainvoke_with_result(DECISION_TEXT),
+    ):
+        assert (result.value, result.method) == expected
+    if facts:
+        assert FactListOutputParser().parse(reply) == [friday]
+    else:
+        with pytest.raises(OutputParserException):
+            FactListOutputParser().parse(reply)
+
+
 @pytest.mark.parametrize("reply", ["[]", '{"items": []}'])
 def test_an_explicit_empty_answer_is_not_a_parse_error(reply: str) -> None:
     result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
