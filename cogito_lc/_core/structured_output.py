@@ -361,11 +361,16 @@ def reply_text(reply: Any) -> str:
 
 
 def _message_text(message: Any) -> str:
+    """The answer a structured-output call's raw message holds.
+
+    The tool call's arguments come before any text beside them: the call was made
+    through the tool, and models often write a preamble or their reasoning too.
+    """
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return json.dumps(message.tool_calls[0]["args"])
     text = reply_text(message)
     if text.strip() or not isinstance(message, AIMessage):
         return text
-    if message.tool_calls:
-        return json.dumps(message.tool_calls[0]["args"])
     if message.invalid_tool_calls:
         return str(message.invalid_tool_calls[0].get("args") or "")
     return text

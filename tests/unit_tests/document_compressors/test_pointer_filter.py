@@ -789,6 +789,8 @@ class ToolCallingChatModel(ScriptedChatModel):
     tool with a call of it whose arguments are the scripted reply."""
 
     bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+    content: str | list[str | dict[str, Any]] = ""
+    """The message's content beside the tool call (a preamble, reasoning)."""
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         converted = [convert_to_openai_tool(tool) for tool in tools]
@@ -808,7 +810,7 @@ class ToolCallingChatModel(ScriptedChatModel):
             "type": "tool_call",
         }
         return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))]
+            generations=[ChatGeneration(message=AIMessage(content=self.content, tool_calls=[call]))]
         )
 
 
@@ -827,6 +829,29 @@ def test_a_tool_calling_model_of_any_vendor_gets_the_pointer_schema() -> None:
         "minimum": 1,
         "maximum": len(docs),
     }  # no "enum": some vendors refuse an integer enum (Gemini)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I'll pick the candidates about tokens.",
+        "<think>Candidate 3 is about tokens.</think>",
+        [{"type": "text", "text": "Sure."}],
+    ],
+    ids=["preamble", "reasoning", "content parts"],
+)
+async def test_a_tool_call_is_the_answer_whatever_text_comes_beside_it(
+    content: str | list[str | dict[str, Any]],
+) -> None:
+    docs = make_docs()
+    llm = ToolCallingChatModel(replies=['{"ids": [3, 1]}'], content=content)
+    pointer_filter = PointerFilter(llm=llm)
+
+    for result in (
+        pointer_filter.invoke_with_result({"query": QUERY, "documents": docs}),
+        await pointer_filter.ainvoke_with_result({"query": QUERY, "documents": docs}),
+    ):
+        assert (result.method, result.documents) == (FilterMethod.FILTER, [docs[2], docs[0]])
 
 
 def test_pointer_output_parser_composes_with_a_prompt_and_a_model() -> None:
