@@ -660,7 +660,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         await _search.afill_vectors(
             self._store, self.query_embeddings, found, self._cache, self._where_filter()
         )
-        return self._rank(decomposition, plan, vectors[0], found, hits, k), found
+        # Ranking reads the lexical scores of the pool from the index.
+        ranked = await loop.run_in_executor(
+            None, self._rank, decomposition, plan, vectors[0], found, hits, k
+        )
+        return ranked, found
 
     def _lexical_beside_search(self) -> bool:
         """Whether the lexical run goes to the database while the query is embedded and searched.

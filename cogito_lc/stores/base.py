@@ -602,3 +602,10 @@ class BatchedSearchAdapter(StoreAdapter):
         return await loop.run_in_executor(
             None, self.search_by_vectors, queries, vectors, fetch_ks, search_kwargs, stored
         )
+
+    async def astored_vectors(
+        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
+    ) -> list[Any] | None:
+        """Async :meth:`stored_vectors` (the read runs in a worker thread)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.stored_vectors, texts, where)

@@ -8,7 +8,6 @@ collection and client) is here.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
@@ -295,12 +294,6 @@ class ChromaAdapter(BatchedSearchAdapter):
         if set(found) != set(texts):
             return None
         return [found[key] for key in texts]
-
-    async def astored_vectors(
-        self, texts: Mapping[str, str], where: Mapping[str, Any] | None = None
-    ) -> list[Any] | None:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.stored_vectors, texts, where)
 
     def scored_search(
         self, text: str, k: int, where: Mapping[str, Any] | None = None
