@@ -36,7 +36,7 @@ from cogito_lc._core.model_call import (
     run_as_chain,
 )
 from cogito_lc._core.structured_output import StructuredOutputMode
-from cogito_lc.document_compressors._deadline import call_with_deadline
+from cogito_lc.document_compressors._deadline import DeadlineExceededError, call_with_deadline
 from cogito_lc.document_compressors._pointers import CandidateBlock
 from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import as_chat_prompt, validate_prompt_variables
@@ -231,7 +231,13 @@ class PointerCaller(ABC, Generic[RequestT, ResultT]):
     ) -> PointerReply:
         if self.timeout is None:
             return await self._aask(question, config)
-        return await asyncio.wait_for(self._aask(question, config), self.timeout)
+        try:
+            return await asyncio.wait_for(self._aask(question, config), self.timeout)
+        except asyncio.TimeoutError as exc:
+            if not isinstance(exc.__cause__, asyncio.CancelledError):
+                raise  # the model's own client timed out
+            msg = f"no result within {self.timeout:g} s"
+            raise DeadlineExceededError(msg) from exc
 
     def _ask(self, question: PointerQuestion, config: RunnableConfig) -> PointerReply:
         assert self.llm is not None  # noqa: S101 - checked by _early

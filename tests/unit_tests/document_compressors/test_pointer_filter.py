@@ -396,6 +396,7 @@ def test_sync_timeout_stops_waiting_for_a_model_that_is_still_working() -> None:
     gate.release.set()
     assert not model_was_done
     assert result.method is FilterMethod.FALLBACK_TIMEOUT
+    assert result.error == "DeadlineExceededError: no result within 0.05 s"
     assert result.documents == docs
     assert gate.finished.wait(10)
 
@@ -408,9 +409,23 @@ async def test_async_timeout_cancels_the_model_call() -> None:
     result = await pointer_filter.ainvoke_with_result({"query": QUERY, "documents": docs})
 
     assert result.method is FilterMethod.FALLBACK_TIMEOUT
+    assert result.error == "DeadlineExceededError: no result within 0.05 s"  # as in sync
     assert gate.cancelled
     assert not gate.finished.is_set()
     assert result.documents == docs
+
+
+async def test_the_model_clients_own_timeout_keeps_its_message_within_the_deadline() -> None:
+    docs = make_docs()
+    llm = ScriptedChatModel(replies=[TimeoutError("read timed out")])
+    pointer_filter = PointerFilter(llm=llm, timeout=30)
+
+    for result in (
+        pointer_filter.invoke_with_result({"query": QUERY, "documents": docs}),
+        await pointer_filter.ainvoke_with_result({"query": QUERY, "documents": docs}),
+    ):
+        assert result.method is FilterMethod.FALLBACK_TIMEOUT
+        assert result.error == "TimeoutError: read timed out"
 
 
 def test_model_answering_in_time_is_used() -> None:
