@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -206,8 +207,21 @@ class CogitoStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (the memory store's calls block)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread (the memory store's calls block).
+
+        A thread cannot be stopped, so a batch that writes and is cancelled
+        finishes its writes before the cancellation is raised: nothing is written
+        after the caller is told it was cancelled.
+        """
+        ops = list(ops)
+        work = asyncio.ensure_future(asyncio.to_thread(self.batch, ops))
+        if not any(isinstance(op, PutOp) for op in ops):
+            return await work
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            await _finished(work)
+            raise
 
     # -- reads -------------------------------------------------------------------------
 
@@ -490,6 +504,13 @@ class CogitoStore(BaseStore):
     def _where(self, clauses: list[dict[str, Any]]) -> dict[str, Any]:
         scope = [{key: value} for key, value in self.memory.scope.items()]
         return _items.where([*scope, *clauses])
+
+
+async def _finished(work: asyncio.Future[Any]) -> None:
+    """Wait until ``work`` is done, through any further cancellation."""
+    while not work.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({work})
 
 
 def _namespaces_of(op: Op) -> list[tuple[str, ...]]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import datetime
 
 import pytest
@@ -262,6 +263,36 @@ async def test_async_twins(store: CogitoStore) -> None:
     assert len(results[1]) == 1
     await store.adelete(("memories", "alice"), "k")
     assert await store.aget(("memories", "alice"), "k") is None
+
+
+class GatedEmbeddings(HashEmbeddings):
+    """Embeds documents once ``release`` is set, and says when a call is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+        self.release = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.waiting.set()
+        self.release.wait(timeout=30)
+        return super().embed_documents(texts)
+
+
+async def test_a_cancelled_put_is_written_before_the_cancellation_is_raised() -> None:
+    embeddings = GatedEmbeddings()
+    store = CogitoStore(MemoryStore(InMemoryVectorStore(embeddings)))
+    put = asyncio.ensure_future(store.aput(("n",), "k", {"text": "Deploys freeze on Fridays."}))
+    assert await asyncio.to_thread(embeddings.waiting.wait, 10)
+    put.cancel()
+    asyncio.get_running_loop().call_later(0.2, embeddings.release.set)
+
+    with pytest.raises(asyncio.CancelledError):
+        await put
+
+    item = store.get(("n",), "k")  # not a write landing later, unseen by its caller
+    assert item is not None
+    assert item.value == {"text": "Deploys freeze on Fridays."}
 
 
 def test_a_filter_model_orders_the_results(chroma: Chroma) -> None:
