@@ -158,9 +158,10 @@ def remove_trailing_commas(text: str) -> str:
 def extract_json(text: str, *, shape: JsonShape = "any") -> Any:
     """Find and decode the first JSON value of the requested shape in model output.
 
-    Reasoning blocks are removed first; fenced code blocks are searched before the
-    surrounding text; prose before and after the value is ignored, and trailing
-    commas are tolerated.
+    A reply that opens with a value of that shape is decoded as it stands, so
+    markup inside its strings is kept. Otherwise reasoning blocks are removed
+    first; fenced code blocks are searched before the surrounding text; prose
+    before and after the value is ignored. Trailing commas are tolerated.
 
     Args:
         text: Raw model output.
@@ -174,6 +175,9 @@ def extract_json(text: str, *, shape: JsonShape = "any") -> Any:
         TruncatedJsonError: If the first JSON value in the text is cut off.
         JsonExtractionError: If no JSON value of that shape can be decoded.
     """
+    leading = _leading_value(text, _OPENERS[shape])
+    if leading is not _MISSING:
+        return leading
     truncated = False
     for candidate in _candidates(text):
         try:
@@ -270,6 +274,18 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+
+
+def _leading_value(text: str, openers: str) -> Any:
+    """The value a reply opens with, decoded before any clean-up.
+
+    Reasoning tags and code fences inside its strings are text, not markup.
+    """
+    start = len(text) - len(text.lstrip())
+    if start == len(text) or text[start] not in openers:
+        return _MISSING
+    value, error = _decode_at(text, start)
+    return _MISSING if error is not None else value
 
 
 def _candidates(text: str) -> list[str]:

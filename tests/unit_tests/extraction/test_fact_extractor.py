@@ -644,6 +644,27 @@ async def test_a_runaway_reply_is_salvaged_or_a_parse_error_never_an_exception(
             FactListOutputParser().parse(reply)
 
 
+MARKUP_FACTS = [
+    "Qwen3 wraps its reasoning in <think>...</think> tags; strip them before parsing.",
+    "The parser must drop everything before </think> in replies.",
+    "An empty answer is written ```[]``` in the docs.",
+]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["array", "items object"])
+def test_markup_inside_a_fact_is_kept_verbatim(wrapped: bool) -> None:
+    items = [{"content": text, "kind": "rule", "importance": 0.9} for text in MARKUP_FACTS]
+    reply = json.dumps({"items": items} if wrapped else items)
+
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.method is ExtractionMethod.TEXT
+    assert [fact.content for fact in result.value] == MARKUP_FACTS
+    assert [fact.content for fact in FactListOutputParser().parse(reply)] == MARKUP_FACTS
+
+
 @pytest.mark.parametrize("reply", ["[]", '{"items": []}'])
 def test_an_explicit_empty_answer_is_not_a_parse_error(reply: str) -> None:
     result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
