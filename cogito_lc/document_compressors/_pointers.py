@@ -227,7 +227,9 @@ def strip_echo(raw: str, prompt_text: str) -> str:
     """Drop the lines of ``raw`` that repeat a line of ``prompt_text`` or its start.
 
     Only lines of at least :data:`MIN_ECHO_CHARS` characters (whitespace collapsed)
-    count, so a short answer such as ``[2, 1]`` is never taken for an echo.
+    count, so a short answer such as ``[2, 1]`` is never taken for an echo; nor is
+    a reply of one line, which is the answer even when it matches an example line
+    of a prompt (``{"ids": [2]}``), as it is with the default prompts.
 
     Args:
         raw: The model's reply.
@@ -238,7 +240,7 @@ def strip_echo(raw: str, prompt_text: str) -> str:
     """
     prompt_lines = {_flat(line) for line in prompt_text.splitlines()}
     prompt_lines = {line for line in prompt_lines if len(line) >= MIN_ECHO_CHARS}
-    if not prompt_lines:
+    if not prompt_lines or len([line for line in raw.splitlines() if line.strip()]) < 2:
         return raw
     kept = [line for line in raw.splitlines() if not _is_echo(_flat(line), prompt_lines)]
     return "\n".join(kept)

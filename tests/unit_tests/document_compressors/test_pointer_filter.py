@@ -264,6 +264,16 @@ def test_strip_echo_keeps_short_answers_and_unknown_lines() -> None:
     assert strip_echo(reply, prompt) == "[2, 1]"
 
 
+def test_a_one_line_answer_matching_an_example_line_of_the_prompt_is_read() -> None:
+    prompt = 'Pick the candidates.\n[1] a\n[2] b\n{{"ids": [2]}}\n{candidates} {query}'
+    docs = make_docs()
+    pointer_filter = PointerFilter(llm=ScriptedChatModel(replies=['{"ids": [2]}']), prompt=prompt)
+
+    result = pointer_filter.invoke_with_result({"query": QUERY, "documents": docs})
+
+    assert (result.method, result.documents) == (FilterMethod.FILTER, [docs[1]])
+
+
 def test_parse_pointers_raises_on_no_array() -> None:
     with pytest.raises(PointerParseError):
         parse_pointers("nothing here", 3)
