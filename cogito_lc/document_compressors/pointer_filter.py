@@ -20,9 +20,10 @@ tag is reported in three places:
   ``filter_rank`` (the 1-based position in the model's answer, ``None`` for a
   document not ranked by the model).
 
-Because the documents are returned by identity, these two keys are written *in
-place* into the document's existing ``cogito`` dict (one is added when missing);
-no other metadata key is read or written.
+The documents are returned by identity, each with a new ``metadata`` dict that
+holds the same keys and a new ``cogito`` dict with these two keys added: documents
+that shared metadata dicts (one template, shallow copies) keep their own ranks, and
+no dict the caller holds is changed. No other metadata key is read or written.
 """
 
 from __future__ import annotations
@@ -666,10 +667,12 @@ def _unique(
 
 
 def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:
-    details = document.metadata.get(METADATA_KEY)
-    if details is None:
-        details = {}
-        document.metadata[METADATA_KEY] = details
+    """Record the filter's tag on ``document`` in new dicts, never in ones it may share.
+
+    Documents built from one metadata template, or shallow copies of one another,
+    hold the same dicts: written in place, one's rank would become the other's.
+    """
+    details = document.metadata.get(METADATA_KEY, {})
     if not isinstance(details, dict):
         logger.debug(
             "metadata[%r] of document %r is not a dict; method tag not recorded.",
@@ -677,5 +680,5 @@ def _annotate(document: Document, method: FilterMethod, rank: int | None) -> Non
             document.id,
         )
         return
-    details[FILTER_METHOD_KEY] = method.value
-    details[FILTER_RANK_KEY] = rank
+    tag = {FILTER_METHOD_KEY: method.value, FILTER_RANK_KEY: rank}
+    document.metadata = {**document.metadata, METADATA_KEY: {**details, **tag}}

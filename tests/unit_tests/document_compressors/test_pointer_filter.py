@@ -293,19 +293,31 @@ def test_returns_the_same_objects_and_records_the_tag_in_the_cogito_dict() -> No
 
     assert result.documents[0] is docs[1]
     assert result.documents[1] is docs[0]
-    assert docs[1].metadata[METADATA_KEY] is cogito_dict
-    assert cogito_dict == {
+    assert docs[1].metadata[METADATA_KEY] == {
         "score": 0.9,
         "method": "decompose_3",
         "filter_method": "filter",
         "filter_rank": 1,
     }
+    assert cogito_dict == {"score": 0.9, "method": "decompose_3"}  # the caller's, untouched
     assert docs[0].metadata[METADATA_KEY] == {"filter_method": "filter", "filter_rank": 2}
     for doc, (text, doc_id, metadata) in zip(docs, before, strict=True):
         assert doc.page_content == text
         assert doc.id == doc_id
         own = {k: v for k, v in doc.metadata.items() if k != METADATA_KEY}
         assert own == {k: v for k, v in metadata.items() if k != METADATA_KEY}
+
+
+def test_documents_sharing_metadata_dicts_each_get_their_own_rank() -> None:
+    template = {"user_id": "u", METADATA_KEY: {"score": 0.5}}
+    docs = [Document(page_content=f"memory {i}", id=f"m{i}", metadata=template) for i in (1, 2)]
+    copy_of_first = docs[0].model_copy()
+
+    result, _, _ = run("[1, 2]", [copy_of_first, docs[1]])
+
+    assert [doc.metadata[METADATA_KEY]["filter_rank"] for doc in result.documents] == [1, 2]
+    assert template == {"user_id": "u", METADATA_KEY: {"score": 0.5}}
+    assert docs[0].metadata == template  # the document the copy was made from
 
 
 def test_a_non_dict_cogito_value_is_left_alone() -> None:
