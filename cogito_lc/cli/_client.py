@@ -118,7 +118,7 @@ class ApiClient:
         """A client of ``app`` running in this process (lifespan included)."""
         from fastapi.testclient import TestClient
 
-        http = TestClient(app, raise_server_exceptions=False)
+        http = TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return cls(http, "the embedded store", headers)
 

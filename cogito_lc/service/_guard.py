@@ -320,6 +320,56 @@ class BearerAuthMiddleware:
         await self.app(scope, receive, send)
 
 
+class LoopbackHostMiddleware:
+    """Answers 421 to a request whose ``Host`` is not a loopback name or an allowed one.
+
+    A server bound to loopback trusts that only this machine reaches it. A web
+    page can break that by pointing its own name at 127.0.0.1 (DNS rebinding):
+    the browser then sends the page's name as ``Host``, which this refuses. A
+    request without ``Host`` (HTTP/1.0) comes from no browser and passes.
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str] = ()) -> None:
+        self.app = app
+        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+
+    def _allowed(self, host: str) -> bool:
+        from cogito_lc.service.config import is_loopback
+
+        name = host_name(host)
+        return not name or is_loopback(name) or name in self.allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the ``Host`` header, then pass the request on."""
+        host = _header(scope, b"host") or ""
+        if scope["type"] == "http" and not self._allowed(host):
+            detail = (
+                f"this server is bound to loopback and answers only requests for a loopback "
+                f"host, not {host_name(host)!r}: reach it as 127.0.0.1, or add the name to "
+                "allowed_hosts (COGITO_ALLOWED_HOSTS) when a proxy forwards it"
+            )
+            await _send_json(send, 421, detail, scope=scope)
+            return
+        await self.app(scope, receive, send)
+
+
+def host_name(host: str) -> str:
+    """The name of a ``Host`` header, lower-cased, without its port or IPv6 brackets.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import host_name
+
+        assert host_name("[::1]:19420") == "::1"
+        assert host_name("LocalHost:80") == "localhost"
+        ```
+    """
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.partition(":")[0]
+
+
 class BodyLimitMiddleware:
     """Answers 413 to a request body over ``max_bytes``, 400 to a JSON body nested too deep.
 

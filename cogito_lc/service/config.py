@@ -283,6 +283,13 @@ class CogitoSettings(BaseSettings):
 
     Such a token can be guessed by anyone who can reach the port: without this
     flag the server refuses to start (on loopback, a short token is only a warning)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """More ``Host`` names a server bound to loopback answers (the name a proxy forwards).
+
+    On loopback the server answers only requests for ``127.0.0.1``, ``localhost`` or
+    ``[::1]`` (any port), so a web page that points its own name at 127.0.0.1 cannot
+    reach it (DNS rebinding); other requests get HTTP 421. A JSON list in
+    ``COGITO_ALLOWED_HOSTS``: ``["memory.internal"]``."""
     allow_request_scope: bool = False
     """Let each request choose its ``user_id`` (``X-Cogito-User`` header or body field).
 
@@ -468,6 +475,18 @@ class CogitoSettings(BaseSettings):
             msg = f"{info.field_name} must not be empty."
             raise ValueError(msg)
         return value
+
+    @field_validator("allowed_hosts", mode="after")
+    @classmethod
+    def _check_host_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name.strip() or any(char in name for char in " /:[]@"):
+                msg = (
+                    f"allowed_hosts holds {name!r}, which is not a host name: give names "
+                    'without scheme or port, e.g. ["memory.internal"].'
+                )
+                raise ValueError(msg)
+        return [name.strip().lower() for name in value]
 
     @property
     def chat_model(self) -> str | None:

@@ -577,6 +577,7 @@ def create_mcp_server(
     max_query_chars: int = 10_000,
     allow_request_scope: bool = False,
     host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
 ) -> FastMCP[Any]:
     """The MCP server of the memory tools over ``service``.
 
@@ -587,6 +588,7 @@ def create_mcp_server(
         allow_request_scope: Whether an ``X-Cogito-User`` header may pick the scope.
         host: The address the HTTP service binds; on loopback, requests must name
             a loopback ``Host`` (DNS-rebinding protection).
+        allowed_hosts: More ``Host`` names accepted on loopback (a proxy's).
 
     Returns:
         A FastMCP server (stateless streamable HTTP, JSON responses).
@@ -603,19 +605,30 @@ def create_mcp_server(
         stateless_http=True,
         json_response=True,
         log_level="WARNING",
-        transport_security=_transport_security(host),
+        transport_security=_transport_security(host, allowed_hosts),
     )
 
 
-def _transport_security(host: str) -> TransportSecuritySettings:
+def _transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
     from cogito_lc.service.config import is_loopback
 
     if not is_loopback(host):  # reached by name: the bearer token guards it
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[
+            "http://127.0.0.1:*",
+            "http://localhost:*",
+            "http://[::1]:*",
+            *(
+                f"{scheme}://{name}{port}"
+                for name in allowed_hosts
+                for scheme in ("http", "https")
+                for port in ("", ":*")
+            ),
+        ],
     )
 
 

@@ -31,7 +31,9 @@ Every request acts in one scope: the configured ``user_id``, or, when
 ``user_id``. A request may carry the header once: two ``X-Cogito-User`` headers
 are a 400, so a gateway that scopes requests sets the header itself, replacing
 any the client sent (a body ``user_id`` naming another scope is then a 403).
-The server binds 127.0.0.1 by default; another address needs a
+The server binds 127.0.0.1 by default, and there answers only requests whose
+``Host`` is a loopback name or one of ``allowed_hosts`` (421 otherwise), so a web
+page cannot reach it by rebinding its own name; another address needs a
 ``COGITO_API_TOKEN`` of at least 16 characters (or ``allow_short_token``, see
 :func:`check_bind`), and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
@@ -54,7 +56,7 @@ Example:
     from cogito_lc.service.server import create_app
 
     app = create_app(CogitoSettings(store_path="./memory"))  # any ASGI server
-    with TestClient(app) as client:  # in process, no port
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # in process, no port
         client.post("/store", json={"text": "Auth tokens expire after 3600 s."})
         client.post("/recall_b", json={"text": "auth tokens"}).json()["memories"][0]["text"]
         # 'Auth tokens expire after 3600 s.'
@@ -86,6 +88,7 @@ from cogito_lc.service._guard import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
     ConcurrencyLimitMiddleware,
+    LoopbackHostMiddleware,
     bearer_dependency,
     method_not_allowed_handler,
     unhandled_error_handler,
@@ -744,6 +747,7 @@ def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -
         max_query_chars=settings.max_query_chars,
         allow_request_scope=settings.allow_request_scope,
         host=settings.host,
+        allowed_hosts=settings.allowed_hosts,
     )
     return mount_mcp(
         app,
@@ -886,6 +890,8 @@ def create_app(
     if token:
         app.add_middleware(BearerAuthMiddleware, token=token, open_prefixes=ui_prefixes)
     app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
+    if is_loopback(settings.host):
+        app.add_middleware(LoopbackHostMiddleware, allowed_hosts=settings.allowed_hosts)
     return app
 
 

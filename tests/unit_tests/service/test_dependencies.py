@@ -109,7 +109,7 @@ def app_client(tmp_path: Path, chroma: Chroma, down: _Down) -> Iterator[tuple[Te
     service = app.state.service
     breaker = CircuitBreaker(CHROMA, down.probe, interval=0.01)
     service.dependencies = [Dependency(CHROMA, breaker, is_chroma_down, owned=True)]
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
         yield client, service
     assert not breaker.is_open  # the app's shutdown stopped the probe
 

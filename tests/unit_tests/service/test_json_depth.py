@@ -26,7 +26,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         InMemoryVectorStore(DeterministicFakeEmbedding(size=16)), scope={"user_id": "agent"}
     )
     app = create_app(CogitoSettings(store_path=tmp_path / "store"), memory=memory)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 

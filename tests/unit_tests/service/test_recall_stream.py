@@ -101,7 +101,9 @@ def _server_sent(text: str) -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
     settings = CogitoSettings(store_path=tmp_path / "store", allow_request_scope=True)
-    with TestClient(create_app(settings, memory=memory)) as test_client:
+    with TestClient(
+        create_app(settings, memory=memory), base_url="http://127.0.0.1"
+    ) as test_client:
         yield test_client
 
 

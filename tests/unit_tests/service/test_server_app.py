@@ -47,7 +47,7 @@ def memory(chroma: Chroma) -> MemoryStore:
 @pytest.fixture
 def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
     app = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 
@@ -102,7 +102,7 @@ def test_health_reports_the_default_scope(client: TestClient) -> None:
 
 def test_per_request_scope_is_refused_when_not_allowed(tmp_path: Path, memory: MemoryStore) -> None:
     app = create_app(_settings(tmp_path), memory=memory)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
         header = test_client.post(
             "/store", json={"text": "x"}, headers={"X-Cogito-User": "mallory"}
         )
@@ -138,7 +138,9 @@ def test_add_stores_facts_or_the_text_when_extraction_fails(tmp_path: Path, chro
     ):
         extractor = FactExtractor.from_llm(FakeListChatModel(responses=[reply]))
         memory = MemoryStore(chroma, extractor=extractor, scope={"user_id": method})
-        with TestClient(create_app(_settings(tmp_path), memory=memory)) as test_client:
+        with TestClient(
+            create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+        ) as test_client:
             added = test_client.post(
                 "/add", json={"text": "We moved billing to Postgres last week."}
             ).json()
@@ -161,7 +163,7 @@ def test_recall_reports_the_filter_method(client: TestClient) -> None:
 def test_store_failure_is_503_without_details(tmp_path: Path, embeddings: HashEmbeddings) -> None:
     store = Chroma(collection_name="vanishing-store", embedding_function=embeddings)
     app = create_app(_settings(tmp_path), memory=MemoryStore(store))
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         test_client.post("/store", json={"text": "Something."})
         store._client.delete_collection("vanishing-store")  # gone under the running service
         responses = [
@@ -185,7 +187,7 @@ def test_unreachable_model_is_502(tmp_path: Path) -> None:
     store = Chroma(collection_name="unreachable-embeddings", embedding_function=_Unreachable())
     memory = MemoryStore(store)
     app = create_app(_settings(tmp_path), memory=memory)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         response = test_client.post("/query", json={"text": "anything"})
     store.delete_collection()
     assert response.status_code == 502
@@ -244,7 +246,7 @@ def test_snapshot_build_takes_an_empty_body(client: TestClient) -> None:
 
 def test_auth_applies_to_docs_and_schema_too(tmp_path: Path, memory: MemoryStore) -> None:
     app = create_app(_settings(tmp_path, api_token=TOKEN), memory=memory)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
         assert test_client.get("/health").status_code == 200
         assert test_client.get("/openapi.json").status_code == 401
         assert test_client.get("/docs").status_code == 401
@@ -396,7 +398,7 @@ async def test_a_poison_write_fails_only_itself_among_concurrent_writes(
 ) -> None:
     app = create_app(_settings(tmp_path), memory=memory)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         good = [client.post("/store", json={"text": f"Good memory {i}."}) for i in range(8)]
         poison = client.post("/store", content=POISON, headers={"Content-Type": "application/json"})
         *answers, refused = await asyncio.gather(*good, poison)
@@ -584,7 +586,7 @@ def test_two_scope_headers_are_refused(tmp_path: Path, memory: MemoryStore) -> N
     twice = [("X-Cogito-User", "alice"), ("X-Cogito-User", "bob")]
     for allowed in (True, False):
         app = create_app(_settings(tmp_path, allow_request_scope=allowed), memory=memory)
-        with TestClient(app) as test_client:
+        with TestClient(app, base_url="http://127.0.0.1") as test_client:
             response = test_client.get("/memories", headers=twice)
             assert response.status_code == 400
             assert "X-Cogito-User was sent 2 times" in response.json()["detail"]
@@ -600,7 +602,7 @@ def test_a_store_the_schema_lets_through_but_the_store_refuses_is_a_422(
 ) -> None:
     memory = MemoryStore(chroma, scope={"user_id": "agent"}, max_text_chars=20)
     app = create_app(_settings(tmp_path, max_text_chars=500), memory=memory)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         response = test_client.post("/store", json={"text": "a text of thirty characters.."})
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "text"
@@ -637,7 +639,7 @@ def test_start_up_reads_the_lexical_postings_of_a_persistent_store(
     assert isinstance(index, SqliteLexicalIndex)
     assert not index.postings_ready
     app = create_app(_settings(tmp_path), memory=MemoryStore(store))
-    with TestClient(app):
+    with TestClient(app, base_url="http://127.0.0.1"):
         assert index.postings_ready
 
 
@@ -697,3 +699,48 @@ def test_the_openapi_document_says_no_request_string_holds_a_nul(
     assert path_id["name"] == "id"
     assert path_id["schema"]["not"] == {"pattern": "\\u0000"}
     assert "not" not in components["MemoryRecord"]["properties"]["text"]  # answers: unchanged
+
+
+# -- DNS rebinding -------------------------------------------------------------------------
+
+LOOPBACK_NAMES = ["127.0.0.1:19420", "localhost", "LocalHost:8000", "[::1]:19420", "127.0.0.2"]
+
+
+@pytest.mark.parametrize("path", ["/memories", "/health", "/ui/login", "/mcp"])
+def test_a_loopback_server_answers_no_foreign_host_name(
+    tmp_path: Path, memory: MemoryStore, path: str
+) -> None:
+    memory.store("Alice's home address is 12 Elm Street.")
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="http://rebound.example:19420") as rebound:
+        answer = rebound.get(path)
+        assert answer.status_code == 421
+        assert "allowed_hosts" in answer.text
+        assert "Elm Street" not in answer.text
+        deleted = rebound.delete(f"/memories/{memory.list()[0].id}")
+        assert deleted.status_code == 421
+    assert memory.count() == 1
+
+
+def test_loopback_names_and_allowed_hosts_are_answered(tmp_path: Path, memory: MemoryStore) -> None:
+    app = create_app(_settings(tmp_path, allowed_hosts=["Memory.Internal"]), memory=memory)
+    with TestClient(app) as client:
+        for host in [*LOOPBACK_NAMES, "memory.internal", "memory.internal:443"]:
+            assert client.get("/memories", headers={"Host": host}).status_code == 200, host
+        assert client.get("/memories", headers={"Host": "memory.internal.evil"}).status_code == 421
+
+
+def test_a_server_bound_beyond_loopback_answers_any_host_name(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    token = "a-long-enough-random-token"  # noqa: S105
+    app = create_app(_settings(tmp_path, host="0.0.0.0", api_token=token), memory=memory)  # noqa: S104
+    with TestClient(app, base_url="http://memory.example.com") as client:
+        answer = client.get("/memories", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200
+
+
+@pytest.mark.parametrize("name", ["", "memory.internal:8080", "http://memory.internal", "a b"])
+def test_allowed_hosts_must_be_bare_names(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValidationError, match="allowed_hosts"):
+        _settings(tmp_path, allowed_hosts=[name])

@@ -53,7 +53,7 @@ def _csrf(client: TestClient, path: str) -> str:
 @pytest.fixture
 def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
     app = create_app(_settings(tmp_path, allow_request_scope=True), memory=memory)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 
@@ -116,7 +116,9 @@ def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) 
 def test_a_server_without_request_scopes_refuses_a_typed_scope(
     tmp_path: Path, memory: MemoryStore
 ) -> None:
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as client:
         assert _login(client, token=TOKEN, scope="bob").status_code == 403
         assert _login(client, token=TOKEN).status_code == 303
         assert "agent" in client.get("/ui/scopes").text
@@ -136,7 +138,7 @@ def test_memory_text_and_metadata_are_escaped(client: TestClient, memory: Memory
 
 def test_the_setting_turns_the_inspector_off(tmp_path: Path, memory: MemoryStore) -> None:
     app = create_app(_settings(tmp_path, ui=False), memory=memory)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         assert client.get("/ui/login").status_code == 401  # no open prefix: the API's rule
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert client.get("/ui/login", headers=headers).status_code == 404
@@ -155,7 +157,9 @@ def test_two_stage_recall_streams_stage_one_then_the_models_numbers(
     monkeypatch.setattr(server, "_options", with_model)
     for text in ("billing runs on port 8083", "billing invoices go out monthly"):
         memory.store(text)
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as client:
         _login(client, token=TOKEN)
         html = client.get("/ui/recall?q=billing&two_stage=1").text
     assert html.index('id="stage-candidates"') < html.index('id="stage-result"')
@@ -251,7 +255,9 @@ def test_a_server_without_request_scopes_lists_its_one_scope(
     tmp_path: Path, memory: MemoryStore
 ) -> None:
     _store_three_scopes(memory)
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as client:
         _login(client, token=TOKEN)
         html = client.get("/ui/scopes").text
         assert "alice" not in html
@@ -306,9 +312,9 @@ def test_the_login_limiter_forgets_failures_after_its_window(
 
 def test_cookies_are_secure_over_https_only(tmp_path: Path, memory: MemoryStore) -> None:
     app = create_app(_settings(tmp_path), memory=memory)
-    with TestClient(app, base_url="https://testserver") as secure:
+    with TestClient(app, base_url="https://127.0.0.1") as secure:
         assert "secure" in _login(secure, token=TOKEN).headers["set-cookie"].lower()
-    with TestClient(app) as plain:
+    with TestClient(app, base_url="http://127.0.0.1") as plain:
         assert "secure" not in _login(plain, token=TOKEN).headers["set-cookie"].lower()
 
 

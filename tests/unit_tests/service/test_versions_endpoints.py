@@ -70,7 +70,9 @@ def memory(chroma: Chroma) -> MemoryStore:
 
 @pytest.fixture
 def client(tmp_path: Path, memory: MemoryStore) -> Iterator[TestClient]:
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as test_client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as test_client:
         yield test_client
 
 
@@ -260,7 +262,9 @@ def test_forget_by_query_and_what_it_refuses(client: TestClient, memory: MemoryS
 def test_delete_forgets_every_version_and_keeps_an_audit(tmp_path: Path) -> None:
     chroma = Chroma("versions-delete", HashEmbeddings(), persist_directory=str(tmp_path / "c"))
     memory = MemoryStore(chroma, scope={"user_id": "agent"}, judge=_judge(SUPERSEDES_FIRST))
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as client:
         old, new, _ = _moved(client)
         client.post("/store", json={"text": LUNCH})
         assert client.post("/snapshot/build", json={"rebuild": True}).json()["saved"] is True
@@ -412,7 +416,9 @@ def test_forget_takes_a_repeated_id_once(client: TestClient) -> None:
 
 def test_asking_for_supersession_without_a_model_says_so(tmp_path: Path, chroma: Chroma) -> None:
     memory = MemoryStore(chroma, scope={"user_id": "agent"})
-    with TestClient(create_app(_settings(tmp_path), memory=memory)) as client:
+    with TestClient(
+        create_app(_settings(tmp_path), memory=memory), base_url="http://127.0.0.1"
+    ) as client:
         client.post("/store", json={"text": AUSTIN})
         default = client.post("/add", json={"text": DENVER}).json()
         assert default["supersession"] is None  # no model: no judge asked
