@@ -140,6 +140,8 @@ def _ingest(
     *,
     extract: bool,
 ) -> None:
+    if not chunks:  # an empty file, or one of whitespace only
+        return
     summary.chunks += len(chunks)
     ids = [memory_id(chunk.page_content, scope) for chunk in chunks]
     known = {doc.id for doc in memory.vectorstore.get_by_ids(ids)}

@@ -306,6 +306,19 @@ def test_seed_splits_skips_known_and_reports_failures(memory: MemoryStore, tmp_p
     assert "3 chunks" in str(second)
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_seed_passes_over_files_holding_no_paragraph(
+    memory: MemoryStore, tmp_path: Path, dry_run: bool
+) -> None:
+    (tmp_path / "empty.md").write_text("")
+    (tmp_path / "blank.md").write_text("\n   \n")
+    (tmp_path / "notes.md").write_text("Deploys freeze on Fridays.\n")
+
+    summary = memory.seed(tmp_path, dry_run=dry_run, progress=False)
+
+    assert (summary.files, summary.chunks, summary.stored, summary.failed) == (3, 1, 1, [])
+
+
 def test_seed_missing_directory(memory: MemoryStore, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a directory"):
         memory.seed(tmp_path / "missing")
