@@ -502,13 +502,55 @@ class CogitoSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Overrides, then the environment, then each config file in priority order."""
+        """Overrides, then the environment, then each config file in priority order.
+
+        The first source to set a setting gives its whole value: a ``vocab_map``
+        in the environment replaces the files' maps rather than merging into them,
+        and a key read under two names (``ANTHROPIC_API_KEY`` beside a file's
+        ``anthropic_api_key``) is one setting.
+        """
         files = _config_files.get() or default_config_files()
-        return (
-            init_settings,
-            env_settings,
-            *(JsonFileSource(settings_cls, path) for path in files),
-        )
+        layers = [init_settings, env_settings, *(JsonFileSource(settings_cls, p) for p in files)]
+        return (FirstSetWins(settings_cls, layers),)
+
+
+class FirstSetWins(PydanticBaseSettingsSource):
+    """Sources in priority order, merged setting by setting: the first to set one wins.
+
+    pydantic-settings merges nested values of all sources, so dicts from several
+    sources would be combined, and the same setting read under two of its names
+    would reach the model twice.
+    """
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], layers: Sequence[PydanticBaseSettingsSource]
+    ) -> None:
+        super().__init__(settings_cls)
+        self.layers = layers
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: :meth:`__call__` merges whole sources."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """Each setting from the first source that sets it, under the setting's name."""
+        names = _setting_names(self.settings_cls)
+        merged: dict[str, Any] = {}
+        for layer in self.layers:
+            for key, value in layer().items():
+                merged.setdefault(names.get(key.lower(), key), value)
+        return merged
+
+
+def _setting_names(settings_cls: type[BaseSettings]) -> dict[str, str]:
+    """Every name a setting is read under (lower-cased), mapped to the setting's name."""
+    names: dict[str, str] = {}
+    for name, field in settings_cls.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        names.update((choice.lower(), name) for choice in choices if isinstance(choice, str))
+        names[name.lower()] = name
+    return names
 
 
 class JsonFileSource(PydanticBaseSettingsSource):

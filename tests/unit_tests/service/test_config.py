@@ -328,7 +328,27 @@ def test_vocab_map_from_file_and_from_json_env(
     _write(places[0], {"vocab_map": {"how fast": ["latency", "p95"]}})
     assert load_settings().vocab_map == {"how fast": ["latency", "p95"]}
     monkeypatch.setenv("COGITO_VOCAB_MAP", '{"db": ["postgres"]}')
-    assert load_settings().vocab_map == {"how fast": ["latency", "p95"], "db": ["postgres"]}
+    assert load_settings().vocab_map == {"db": ["postgres"]}  # replaced, as every setting is
+    monkeypatch.setenv("COGITO_VOCAB_MAP", "{}")
+    assert load_settings().vocab_map == {}
+
+
+def test_a_map_in_a_nearer_file_replaces_the_home_files_map(places: tuple[Path, Path]) -> None:
+    _write(places[0], {"vocab_map": {"db": ["postgres"]}})
+    _write(places[1], {"vocab_map": {"how fast": ["latency"]}, "recall_limit": 7})
+    settings = load_settings()
+    assert (settings.vocab_map, settings.recall_limit) == ({"db": ["postgres"]}, 7)
+
+
+@pytest.mark.parametrize("variable", ["ANTHROPIC_API_KEY", "COGITO_ANTHROPIC_API_KEY"])
+def test_an_anthropic_key_in_the_environment_wins_over_the_files(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    _write(places[0], {"anthropic_api_key": "sk-ant-from-the-file-0123"})
+    monkeypatch.setenv(variable, "sk-ant-from-the-environment")
+    key = load_settings().anthropic_api_key
+    assert key is not None
+    assert key.get_secret_value() == "sk-ant-from-the-environment"
 
 
 def test_store_path_expands_the_home_directory(places: tuple[Path, Path]) -> None:
