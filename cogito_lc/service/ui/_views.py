@@ -76,6 +76,8 @@ class Listing:
     pages: int
     scope_count: int
     """Memories in the scope."""
+    order: str = "last written first"
+    """How the rows are ordered, in words."""
 
 
 @dataclass
@@ -161,14 +163,11 @@ def parse_instant(text: str | None, *, end_of_day: bool = False) -> datetime | N
 
 
 def _created(doc: Document) -> datetime | None:
-    try:
-        return parse_instant(_text(doc.metadata.get("created_at")))
-    except ValueError:
-        return None
+    return parse_timestamp(doc.metadata.get("created_at"))  # ISO 8601 or epoch seconds
 
 
-def _matches(doc: Document, needle: str, since: datetime | None, until: datetime | None) -> bool:
-    if needle and needle not in doc.page_content.casefold() and needle != (doc.id or ""):
+def _matches(doc: Document, text: str, since: datetime | None, until: datetime | None) -> bool:
+    if text and text.casefold() not in doc.page_content.casefold() and text != doc.id:
         return False
     if since is None and until is None:
         return True
@@ -187,14 +186,15 @@ def list_memories(
     page: int = 1,
     size: int = PAGE_SIZE,
 ) -> Listing:
-    """A page of the scope's memories, newest first, every version included.
+    """A page of the scope's memories, every version included.
 
-    Without a filter the page is read from the end of the write order (one read);
-    with a text filter (case-insensitive, or an exact id) or a time range on
-    ``created_at`` the whole scope is read and sorted by ``created_at``.
+    Without a filter the page is read from the end of the write order (one read),
+    last written first; with a text filter (case-insensitive, or an exact id) or a
+    time range on ``created_at`` the whole scope is read and sorted by
+    ``created_at``, newest first.
     """
     count = view.memory.count()
-    needle = text.strip().casefold()
+    needle = text.strip()
     if not needle and since is None and until is None:
         pages = max(1, math.ceil(count / size))
         page = min(max(page, 1), pages)
@@ -218,7 +218,8 @@ def list_memories(
     pages = max(1, math.ceil(len(kept) / size))
     page = min(max(page, 1), pages)
     chosen = kept[(page - 1) * size : page * size]
-    return Listing([_row(doc) for _, doc in chosen], len(kept), page, pages, count)
+    rows = [_row(doc) for _, doc in chosen]
+    return Listing(rows, len(kept), page, pages, count, order="newest created first")
 
 
 def list_scopes(

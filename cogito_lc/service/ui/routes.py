@@ -460,7 +460,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
     async def memory(request: Request, memory_id: str) -> Response:
         session = inspector.session(request)
         row, items, versions, current = await service.read(
-            memory_detail, service, inspector.view(session), memory_id[:ID_MAX_CHARS]
+            memory_detail, service, inspector.view(session), memory_id
         )
         return await inspector.page(
             request,
@@ -476,7 +476,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
     async def confirm_delete(request: Request, memory_id: str) -> Response:
         session = inspector.session(request)
         row, _, versions, _ = await service.read(
-            memory_detail, service, inspector.view(session), memory_id[:ID_MAX_CHARS]
+            memory_detail, service, inspector.view(session), memory_id
         )
         return await inspector.page(request, "delete.html", session, memory=row, versions=versions)
 
@@ -485,7 +485,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         session = inspector.session(request)
         await inspector.checked_form(request, session)
         view = inspector.view(session)
-        forgotten = await service.write(service.delete, view, memory_id[:ID_MAX_CHARS])
+        forgotten = await service.write(service.delete, view, memory_id)
         logger.info("inspector deleted %d version(s) of a memory", len(forgotten))
         return await inspector.page(request, "deleted.html", session, forgotten=forgotten)
 

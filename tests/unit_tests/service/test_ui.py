@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,44 @@ def test_state_changing_requests_need_the_csrf_token(
     assert memory_id in deleted.text
     assert memory.count() == 0
     assert client.post("/ui/logout", data={}).status_code == 403
+
+
+def test_an_id_is_matched_whole_never_cut_to_a_stored_ones_length(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    stored = "A" * 128
+    memory.store("Alice's home address is 12 Elm Street.", id=stored)
+    _login(client, token=TOKEN)
+    longer = f"{stored}-SOMETHING-ELSE"
+    assert client.get(f"/ui/memories/{longer}").status_code == 404
+    assert client.get(f"/ui/memories/{longer}/delete").status_code == 404
+    csrf = _csrf(client, f"/ui/memories/{stored}/delete")
+    assert (
+        client.post(f"/ui/memories/{longer}/delete", data={"csrf_token": csrf}).status_code == 404
+    )
+    assert memory.count() == 1
+    assert client.get(f"/ui/memories/{stored}").status_code == 200
+
+
+def test_the_listing_filters_by_exact_id_and_epoch_dates_and_says_its_order(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    memory.store("Ticket about the billing port.", id="TICKET-42")
+    epoch = datetime(2026, 12, 2, 12, tzinfo=timezone.utc).timestamp()
+    memory.vectorstore.add_texts(
+        ["Imported with epoch seconds."],
+        metadatas=[{"created_at": epoch, "user_id": "agent"}],
+        ids=["imported"],
+    )
+    _login(client, token=TOKEN)
+
+    assert "last written first" in client.get("/ui/memories").text
+    by_id = client.get("/ui/memories", params={"q": "TICKET-42"}).text
+    assert "Ticket about the billing port." in by_id
+    assert "newest created first" in by_id
+    dated = client.get("/ui/memories", params={"since": "2026-12-02", "until": "2026-12-02"})
+    assert "Imported with epoch seconds." in dated.text
+    assert "Ticket about" not in dated.text
 
 
 def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) -> None:
