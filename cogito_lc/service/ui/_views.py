@@ -78,6 +78,11 @@ class Listing:
     """Memories in the scope."""
     order: str = "last written first"
     """How the rows are ordered, in words."""
+    top: int = 0
+    """How many memories the scope held when the listing's first page was read:
+    later pages leave out memories written since, so they neither repeat nor shift."""
+    newer: int = 0
+    """Memories written since the first page, left out."""
 
 
 @dataclass
@@ -185,6 +190,7 @@ def list_memories(
     until: datetime | None = None,
     page: int = 1,
     size: int = PAGE_SIZE,
+    top: int | None = None,
 ) -> Listing:
     """A page of the scope's memories, every version included.
 
@@ -192,26 +198,32 @@ def list_memories(
     last written first; with a text filter (case-insensitive, or an exact id) or a
     time range on ``created_at`` the whole scope is read and sorted by
     ``created_at``, newest first.
+
+    ``top`` is the listing's :attr:`Listing.top` from its first page: memories
+    written since are left out of later pages, so paging neither repeats nor
+    shifts rows while others write.
     """
     count = view.memory.count()
+    top = count if top is None else min(top, count)
+    newer = count - top
     needle = text.strip()
     if not needle and since is None and until is None:
-        pages = max(1, math.ceil(count / size))
+        pages = max(1, math.ceil(top / size))
         page = min(max(page, 1), pages)
-        end = max(count - (page - 1) * size, 0)
+        end = max(top - (page - 1) * size, 0)
         start = max(end - size, 0)
         docs = view.memory.list(limit=end - start, offset=start) if end > start else []
         rows = [_row(doc) for doc in reversed(docs)]
-        return Listing(rows, count, page, pages, count)
+        return Listing(rows, top, page, pages, count, top=top, newer=newer)
     kept: list[tuple[int, Document]] = []
     read = 0
-    while True:
-        batch = view.memory.list(limit=_READ_BATCH, offset=read)
+    while read < top:
+        batch = view.memory.list(limit=min(_READ_BATCH, top - read), offset=read)
         kept.extend(
             (read + i, doc) for i, doc in enumerate(batch) if _matches(doc, needle, since, until)
         )
         read += len(batch)
-        if len(batch) < _READ_BATCH:
+        if not batch:
             break
     oldest = datetime.min.replace(tzinfo=timezone.utc)
     kept.sort(key=lambda item: (_created(item[1]) or oldest, item[0]), reverse=True)
@@ -219,7 +231,8 @@ def list_memories(
     page = min(max(page, 1), pages)
     chosen = kept[(page - 1) * size : page * size]
     rows = [_row(doc) for _, doc in chosen]
-    return Listing(rows, len(kept), page, pages, count, order="newest created first")
+    order = "newest created first"
+    return Listing(rows, len(kept), page, pages, count, order, top=top, newer=newer)
 
 
 def list_scopes(

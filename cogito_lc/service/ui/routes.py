@@ -284,6 +284,14 @@ def _drop_cookie(response: Response, request: Request, name: str) -> None:
     )
 
 
+def _position(value: str | None) -> int | None:
+    """A listing's pinned ``top`` (a memory count), or None for none or a bad one."""
+    try:
+        return max(0, int(value)) if value else None
+    except ValueError:
+        return None
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, min(int(value or 1), 1_000_000))
@@ -440,6 +448,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
                 since=since,
                 until=until,
                 page=_page_number(params.get("page")),
+                top=_position(params.get("top")),
             )
         )
         filters = {k: params.get(k, "") for k in ("q", "since", "until")}
@@ -453,7 +462,8 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
             listing=listing,
             filters=filters,
             problem=problem,
-            query_of=lambda page: urlencode({**filters, "page": page}),
+            query_of=lambda page: urlencode({**filters, "page": page, "top": listing.top}),
+            fresh_query=urlencode(filters),
         )
 
     @router.get("/memories/{memory_id}")

@@ -139,6 +139,27 @@ def test_the_listing_filters_by_exact_id_and_epoch_dates_and_says_its_order(
     assert "Ticket about" not in dated.text
 
 
+def _listed_ids(page: str) -> list[str]:
+    return re.findall(r'<code class="id">([^<]+)</code>', page)
+
+
+def test_paging_neither_repeats_nor_skips_while_memories_are_written(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    memory.store_many([f"Note number {i}." for i in range(60)])
+    _login(client, token=TOKEN)
+    first = client.get("/ui/memories").text
+    memory.store_many([f"Later note {i}." for i in range(10)])
+    older = re.search(r'href="(/ui/memories\?[^"]+)"[^>]*rel="next"', first)
+    assert older is not None
+
+    second = client.get(older.group(1).replace("&amp;", "&")).text
+
+    listed = _listed_ids(first) + _listed_ids(second)
+    assert sorted(listed) == sorted(doc.id for doc in memory.list(limit=60))
+    assert "10 written since this listing began" in second
+
+
 def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) -> None:
     mine = memory.scoped({"user_id": "alice"}).store("alice likes tea").id
     theirs = memory.scoped({"user_id": "bob"}).store("bob's secret is 4242").id
