@@ -325,6 +325,8 @@ def _route_class(inspector: _Inspector) -> type[APIRoute]:
                 try:
                     return await handler(request)
                 except _LoginRequired:
+                    if "hx-request" in request.headers:  # a swap would nest the login page
+                        return Response(status_code=204, headers={"HX-Redirect": f"{PREFIX}/login"})
                     if request.method in {"GET", "HEAD"}:
                         return RedirectResponse(f"{PREFIX}/login", status_code=303)
                     return await inspector.error(request, None, 401, "log in first")

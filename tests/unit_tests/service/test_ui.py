@@ -76,6 +76,15 @@ def test_pages_need_a_session_and_the_api_still_needs_the_token(client: TestClie
     assert client.get("/ui/scopes").status_code == 200
 
 
+def test_a_partial_request_without_a_session_sends_the_whole_page_to_the_login(
+    client: TestClient,
+) -> None:
+    answer = client.get("/ui/memories?page=2", headers={"HX-Request": "true"})
+
+    assert answer.status_code == 204
+    assert answer.headers["hx-redirect"] == "/ui/login"
+
+
 def test_the_login_form_itself_needs_its_nonce(client: TestClient) -> None:
     client.get("/ui/login")
     answer = client.post("/ui/login", data={"token": TOKEN}, follow_redirects=False)
