@@ -8,6 +8,7 @@ through a running service's HTTP API instead.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -689,9 +690,39 @@ def _print_error(message: str) -> None:
     err.print(line, highlight=False, soft_wrap=True)
 
 
+class _OneLineLogFormatter(logging.Formatter):
+    """A log record as one line (``warning: message (Error: why)``); tracebacks with ``debug``."""
+
+    def __init__(self, *, debug: bool = False) -> None:
+        super().__init__()
+        self.debug = debug
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The level and message; the exception's type and message, or its traceback."""
+        line = f"{record.levelname.lower()}: {record.getMessage()}"
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and self.debug:
+            return f"{line}\n{self.formatException(record.exc_info)}"  # type: ignore[arg-type]
+        if error is not None:
+            line += f" ({type(error).__name__}: {error})"
+        return escape_controls(line)
+
+
+def _log_to_stderr(*, debug: bool = False) -> None:
+    """Send warnings and errors to stderr one line each, unless logging is set up already.
+
+    Set before any library can: the ``mcp`` package, for one, otherwise installs
+    a handler printing boxed tracebacks of every logged exception.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineLogFormatter(debug=debug))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
 def main() -> None:
     """Console-script entry point: one readable line per error, tracebacks only with --debug."""
     debug = "--debug" in sys.argv
+    _log_to_stderr(debug=debug)
     try:
         # Without standalone mode click returns a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import logging
 import sys
 
 import pytest
@@ -98,3 +99,30 @@ def test_error_lines_escape_what_they_quote(monkeypatch: pytest.MonkeyPatch) -> 
     assert output.count("\n") == 1
     assert output.startswith("error: bad input: NUL\\x00")
     assert "[bold]x[/bold]\\nsecond line" in output
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_logged_errors_are_one_line_unless_debugging(
+    monkeypatch: pytest.MonkeyPatch, debug: bool
+) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    cli_app._log_to_stderr(debug=debug)
+    logging.basicConfig(handlers=[logging.StreamHandler()])  # a library's set-up, kept out
+    try:
+        msg = "model file missing\nsecond line"
+        raise OSError(msg)  # noqa: TRY301
+    except OSError:
+        logging.getLogger("cogito_lc.test").exception("the model did not load")
+
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == (
+        "error: the model did not load (OSError: model file missing\\nsecond line)"
+        if not debug
+        else "error: the model did not load"
+    )
+    assert (len(lines) > 1) is debug
+    assert ("Traceback" in stream.getvalue()) is debug
