@@ -50,13 +50,13 @@ def check_utf8(value: str, name: str) -> str:
 
 
 def check_server_url(value: str) -> str:
-    """``value`` unchanged, or a usage error when it is not an ``http(s)://`` URL with a host.
+    """``value`` stripped, or a usage error when it is not an ``http(s)://`` URL with a host.
 
     Example:
         ```python
         from cogito_lc.cli._client import CliError, check_server_url
 
-        assert check_server_url("http://127.0.0.1:19420") == "http://127.0.0.1:19420"
+        assert check_server_url(" http://127.0.0.1:19420 ") == "http://127.0.0.1:19420"
         try:
             check_server_url("notaurl")
         except CliError as exc:
@@ -76,7 +76,7 @@ def check_server_url(value: str) -> str:
             "or drop it to use the embedded store."
         )
         raise CliError(msg, EXIT_USAGE)
-    return value
+    return value.strip()
 
 
 def _detail(response: httpx.Response) -> str:

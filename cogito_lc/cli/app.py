@@ -213,8 +213,9 @@ def recall(
 
 
 def _print_event(name: str, data: Any, raw: bool, query: str) -> None:
-    if raw:
-        out.print_json(data={"event": name, "data": data})
+    if raw:  # JSON Lines: one compact object per event
+        line = json.dumps({"event": name, "data": data}, ensure_ascii=True)
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     elif name == "candidates":
         stage1 = {"memories": data.get("memories", []), "method": data.get("recall_method")}
         _print_hits(stage1, raw, f"stage 1: {query}")

@@ -402,6 +402,17 @@ class CogitoSettings(BaseSettings):
             self.vector_store = "qdrant"
         return self
 
+    @field_validator("store_path", mode="before")
+    @classmethod
+    def _check_store_path_given(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            msg = (
+                "store_path is empty, which would put the store in the working directory; "
+                "give a folder (default ~/.cogito/store) or leave the setting out."
+            )
+            raise ValueError(msg)
+        return value
+
     @field_validator("store_path", mode="after")
     @classmethod
     def _expand_store_path(cls, value: Path) -> Path:

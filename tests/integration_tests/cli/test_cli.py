@@ -261,11 +261,10 @@ def test_flush_a_jsonl_transcript_then_recall_streamed(env: dict[str, str], tmp_
     streamed = cli(
         "recall", "when do release freezes start", "--stream", "--raw", env=env, cwd=tmp_path
     ).stdout
-    names = [
-        line.split('"')[3] for line in streamed.splitlines() if line.strip().startswith('"event"')
-    ]
-    assert names == ["candidates", "result"]
-    assert "user: Release freezes start every Friday at noon." in streamed
+    events = [json.loads(line) for line in streamed.splitlines()]  # JSON Lines
+    assert [event["event"] for event in events] == ["candidates", "result"]
+    texts = [memory["text"] for memory in events[1]["data"]["memories"]]
+    assert any("user: Release freezes start every Friday at noon." in text for text in texts)
 
 
 def test_flush_names_the_bad_line_of_a_transcript(env: dict[str, str], tmp_path: Path) -> None:

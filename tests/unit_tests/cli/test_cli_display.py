@@ -126,3 +126,7 @@ def test_logged_errors_are_one_line_unless_debugging(
     )
     assert (len(lines) > 1) is debug
     assert ("Traceback" in stream.getvalue()) is debug
+
+
+def test_a_server_url_is_used_without_the_spaces_around_it() -> None:
+    assert check_server_url("  http://127.0.0.1:19420\n") == "http://127.0.0.1:19420"

@@ -351,6 +351,14 @@ def test_an_anthropic_key_in_the_environment_wins_over_the_files(
     assert key.get_secret_value() == "sk-ant-from-the-environment"
 
 
+def test_an_empty_store_path_is_refused_not_the_working_directory(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COGITO_STORE_PATH", " ")
+    with pytest.raises(ConfigError, match=r"COGITO_STORE_PATH.*store_path is empty"):
+        load_settings()
+
+
 def test_store_path_expands_the_home_directory(places: tuple[Path, Path]) -> None:
     _write(places[0], {"store_path": "~/memories"})
     assert load_settings().store_path == Path.home() / "memories"
