@@ -96,6 +96,15 @@ def _detail(response: httpx.Response) -> str:
     return str(body)
 
 
+def _no_such_route(response: httpx.Response) -> bool:
+    """Whether a 404 says the path is unknown (not the API), not that a memory is."""
+    try:
+        body = response.json()
+    except ValueError:
+        return True
+    return not isinstance(body, dict) or body.get("detail") == "Not Found"
+
+
 class ApiClient:
     """A thin client of the memory service's HTTP API."""
 
@@ -145,7 +154,10 @@ class ApiClient:
                 method, path, json=body, params=params or None, headers=self._headers
             )
         self._check(response)
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            raise CliError(self._not_the_api(path)) from None
 
     def events(self, path: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         """POST ``body`` and yield the server-sent events of the answer as they arrive."""
@@ -180,7 +192,15 @@ class ApiClient:
             msg = "bad input: a value is not valid UTF-8 text; pass UTF-8 text."
             raise CliError(msg, EXIT_USAGE) from None
 
+    def _not_the_api(self, path: str) -> str:
+        return (
+            f"{self.where} does not answer {path} as the cogito-lc API does; check the "
+            "--server URL (e.g. http://127.0.0.1:19420, with no path)."
+        )
+
     def _check(self, response: httpx.Response) -> None:
+        if response.status_code == 404 and _no_such_route(response):
+            raise CliError(self._not_the_api(response.request.url.path))
         if response.status_code == 404:
             msg_0 = f"not found: {_detail(response)}"
             raise CliError(msg_0, EXIT_NOT_FOUND)
@@ -188,7 +208,12 @@ class ApiClient:
             msg_0 = f"bad input: {_detail(response)}"
             raise CliError(msg_0, EXIT_USAGE)
         if response.status_code == 401:
-            msg = "the server wants a token: pass --token or set COGITO_API_TOKEN."
+            sent = "Authorization" in self._headers
+            msg = (
+                "the server refused the token: check --token or COGITO_API_TOKEN."
+                if sent
+                else "the server wants a token: pass --token or set COGITO_API_TOKEN."
+            )
             raise CliError(msg)
         if response.status_code >= 400:
             msg_0 = f"{response.status_code} from {self.where}: {_detail(response)}"

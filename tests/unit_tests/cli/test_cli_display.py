@@ -6,14 +6,19 @@ import importlib
 import io
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("typer", reason="the 'cli' extra is not installed")
 
+from langchain_chroma import Chroma
 from rich.console import Console
 
-from cogito_lc.cli._client import CliError, check_server_url
+from cogito_lc import MemoryStore
+from cogito_lc.cli._client import EXIT_NOT_FOUND, ApiClient, CliError, check_server_url
+from cogito_lc.service.config import CogitoSettings
+from cogito_lc.service.server import create_app
 
 cli_app = importlib.import_module("cogito_lc.cli.app")  # the package exports the Typer app
 
@@ -130,3 +135,19 @@ def test_logged_errors_are_one_line_unless_debugging(
 
 def test_a_server_url_is_used_without_the_spaces_around_it() -> None:
     assert check_server_url("  http://127.0.0.1:19420\n") == "http://127.0.0.1:19420"
+
+
+def test_a_path_the_api_lacks_is_a_wrong_url_not_a_missing_memory(
+    tmp_path: Path, chroma: Chroma
+) -> None:
+    settings = CogitoSettings(store_path=tmp_path / "store")
+    app = create_app(settings, memory=MemoryStore(chroma), warm_up=False)
+    with ApiClient.local(app, token=None) as client:
+        with pytest.raises(CliError) as missing:
+            client.call("GET", "/memories/not-stored")
+        assert missing.value.exit_code == EXIT_NOT_FOUND
+        with pytest.raises(CliError, match="check the --server URL") as wrong:
+            client.call("GET", "/wrong/prefix/health")
+        assert wrong.value.exit_code == 1
+        with pytest.raises(CliError, match="check the --server URL"):
+            client.call("GET", "/ui/static/inspector.css")  # answered, but not JSON
