@@ -182,7 +182,33 @@ def _string_field(spec: Mapping[str, Any], key: str, path: Path, *, default: str
     raise PromptFileError(msg)
 
 
+def chat_prompt(messages: Sequence[tuple[str, str]], where: str) -> ChatPromptTemplate:
+    """``ChatPromptTemplate.from_messages``; a template that is not an f-string names ``where``.
+
+    Raises:
+        ValueError: If a message is not a valid f-string template (a stray brace);
+            the message names ``where`` and says to write literal braces doubled.
+    """
+    try:
+        return ChatPromptTemplate.from_messages(messages)
+    except ValueError as exc:
+        msg = (
+            f"{where} is not a valid f-string template ({exc}): write a literal brace "
+            "as {{ or }}, and a variable as {name}."
+        )
+        raise ValueError(msg) from exc
+
+
 def _prompt_from_spec(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptTemplate:
+    try:
+        return _spec_prompt(spec, path, root)
+    except PromptFileError:
+        raise
+    except ValueError as exc:
+        raise PromptFileError(str(exc)) from exc
+
+
+def _spec_prompt(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptTemplate:
     format_name = spec.get("template_format", "f-string")
     if format_name != "f-string":
         msg = (
@@ -190,13 +216,14 @@ def _prompt_from_spec(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPr
             "'f-string' is accepted from files."
         )
         raise PromptFileError(msg)
+    where = f"Prompt file {str(path)!r}"
     if "template" in spec or "template_file" in spec:
-        return ChatPromptTemplate.from_messages([("human", _message_text(spec, path, root))])
+        return chat_prompt([("human", _message_text(spec, path, root))], where)
     messages = spec.get("messages")
     if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
         msg = f"Prompt file {str(path)!r} needs 'template', 'template_file' or 'messages'."
         raise PromptFileError(msg)
-    return ChatPromptTemplate.from_messages([_message(message, path, root) for message in messages])
+    return chat_prompt([_message(message, path, root) for message in messages], where)
 
 
 def _message(message: Any, path: Path, root: Path) -> tuple[str, str]:

@@ -89,6 +89,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from cogito_lc.prompts._files import (
     PromptFileError,
     PromptSpec,
+    chat_prompt,
     prompt_from_mapping,
     prompt_paths,
     read_prompt_file,
@@ -391,11 +392,12 @@ def as_chat_prompt(template: PromptLike) -> ChatPromptTemplate:
 
     Raises:
         TypeError: If ``template`` is neither a string nor a ``ChatPromptTemplate``.
+        ValueError: If the string is not a valid f-string template (a stray brace).
     """
     if isinstance(template, ChatPromptTemplate):
         return template
     if isinstance(template, str):
-        return ChatPromptTemplate.from_messages([("human", template)])
+        return chat_prompt([("human", template)], "The prompt text")
     msg = (
         f"A prompt must be a ChatPromptTemplate or a template string, got "
         f"{type(template).__name__}."

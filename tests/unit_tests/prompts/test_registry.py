@@ -261,6 +261,8 @@ def test_symlinked_prompt_file_cannot_escape_directory(tmp_path: Path) -> None:
         ("template_format: jinja2\ntemplate: '{{ text }}'\n", "only 'f-string'"),
         ("messages:\n  - role: wizard\n    template: hi\n", "not one of"),
         ("template: [unclosed\n", "not valid YAML"),
+        ("template: 'Facts in {text} like { this'\n", r"bad.yaml.*write a literal brace as \{\{"),
+        ("messages:\n  - role: system\n    template: 'a } b'\n", "not a valid f-string"),
     ],
 )
 def test_malformed_prompt_files_are_rejected(tmp_path: Path, content: str, error: str) -> None:
@@ -540,3 +542,9 @@ def test_pointer_prompt_examples_validate_against_the_pointer_schema() -> None:
     for example in examples:
         pointer_model(3).model_validate(example)
     assert request_schema(pointer_model(3), many=False)["required"] == ["ids"]
+
+
+@pytest.mark.parametrize("text", ["Facts in {text} like { this", "Facts in {text} }"])
+def test_a_stray_brace_in_a_prompt_text_says_how_to_write_one(text: str) -> None:
+    with pytest.raises(ValueError, match=r"not a valid f-string template.*\{\{ or \}\}"):
+        PromptRegistry().register("fact_extraction", text)
