@@ -148,7 +148,9 @@ class CircuitBreaker:
     def _probe_once(self) -> bool:
         try:
             self._probe()
-        except Exception as exc:  # the dependency is still away
+        # Any failure, BaseExceptions too (a probe's SystemExit or CancelledError): a
+        # probe thread that died would leave the breaker open for good.
+        except BaseException as exc:  # the dependency is still away
             logger.debug("%s probe failed: %s: %s", self.name, type(exc).__name__, exc)
             return False
         return True

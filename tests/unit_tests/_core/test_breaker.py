@@ -89,3 +89,23 @@ def test_stop_ends_probing_and_closes_for_good() -> None:
     assert dependency.probes == probes
     breaker.trip("refused")  # a stopped breaker stays closed
     assert not breaker.is_open
+
+
+@pytest.mark.parametrize("error", [SystemExit(1), KeyboardInterrupt()])
+def test_a_probe_raising_a_base_exception_keeps_probing_until_it_passes(
+    error: BaseException,
+) -> None:
+    calls: list[int] = []
+
+    def probe() -> None:
+        calls.append(1)
+        if len(calls) < 3:
+            raise error
+
+    breaker = CircuitBreaker(f"model-{uuid.uuid4().hex[:6]}", probe, interval=0.01)
+    breaker.trip("timed out")
+    _wait_closed(breaker)
+
+    assert not breaker.is_open
+    assert len(calls) == 3
+    breaker.stop()
