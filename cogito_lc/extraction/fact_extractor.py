@@ -108,12 +108,17 @@ class Fact(BaseModel):
     """What kind of knowledge the fact carries."""
 
     importance: float = Field(default=0.5, description="How important the fact is, 0.0 to 1.0.")
-    """Importance between 0 and 1; values outside are clamped, a missing one is 0.5."""
+    """Importance between 0 and 1; values outside are clamped, a missing or null one is 0.5."""
 
     @field_validator("kind", mode="before")
     @classmethod
     def _normalise_kind(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _null_importance_is_missing(cls, value: Any) -> Any:
+        return 0.5 if value is None else value  # models write null for "no idea"
 
     @field_validator("importance")
     @classmethod

@@ -745,3 +745,14 @@ def test_prompt_template_is_a_deprecated_alias_of_prompt() -> None:
     builder.build().invoke("t")
 
     assert llm.prompt() == "Old verb: t"
+
+
+def test_a_null_importance_is_the_default_not_a_dropped_fact() -> None:
+    reply = '[{"content": "Deploys freeze on Fridays.", "kind": "rule", "importance": null}]'
+
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.value == [Fact(content="Deploys freeze on Fridays.", kind="rule", importance=0.5)]
+    assert (result.method, result.dropped) == (ExtractionMethod.TEXT, 0)
