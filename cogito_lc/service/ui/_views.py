@@ -332,8 +332,11 @@ def _public_url(url: str | None) -> str:
         return ""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    _, colon, port = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")
+    if colon and port:  # as written, even out of range: shown, not used
+        host = f"{host}:{port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 

@@ -395,3 +395,16 @@ def test_a_wrong_method_on_the_inspector_names_the_allowed_ones(client: TestClie
     assert client.post("/ui/static/inspector.css").headers["allow"] == "GET, HEAD"
     api = client.put("/memories/x", headers={"Authorization": f"Bearer {TOKEN}"})
     assert api.headers["allow"] == "DELETE, GET"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:secret@127.0.0.1:8080/v1?key=1#x", "http://127.0.0.1:8080/v1"),
+        ("http://127.0.0.1:99999/v1", "http://127.0.0.1:99999/v1"),  # out of range: no 500
+        ("http://[::1]:8000/v1", "http://[::1]:8000/v1"),
+        ("https://user@api.example.com/v1", "https://api.example.com/v1"),
+    ],
+)
+def test_the_health_page_shows_endpoints_without_secrets_as_written(url: str, shown: str) -> None:
+    assert ui_views._public_url(url) == shown
