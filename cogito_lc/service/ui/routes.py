@@ -95,6 +95,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+PREVIEW_CHARS = 400
+"""Characters of a memory's text that lists (memories, recall, versions) show."""
+
+
 class _LoginRequired(Exception):  # noqa: N818 - a redirect, not an error
     """The request has no live session."""
 
@@ -128,13 +132,20 @@ class UiHeadersMiddleware:
 
 
 def _environment() -> Environment:
-    return Environment(
+    environment = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         enable_async=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.filters["preview"] = _preview
+    return environment
+
+
+def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis (a memory's page shows it whole)."""
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
 
 
 class _Inspector:

@@ -408,3 +408,17 @@ def test_a_wrong_method_on_the_inspector_names_the_allowed_ones(client: TestClie
 )
 def test_the_health_page_shows_endpoints_without_secrets_as_written(url: str, shown: str) -> None:
     assert ui_views._public_url(url) == shown
+
+
+def test_lists_show_a_preview_of_a_long_memory_and_its_page_the_whole_text(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    text = "Runbook: " + " ".join(f"step {i} restart the billing worker." for i in range(200))
+    memory_id = memory.store(text).id
+    _login(client, token=TOKEN)
+
+    for page in (client.get("/ui/memories").text, client.get("/ui/recall?q=billing").text):
+        assert text[:300] in page
+        assert text not in page
+        assert "…" in page
+    assert text in client.get(f"/ui/memories/{memory_id}").text
