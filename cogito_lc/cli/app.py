@@ -150,6 +150,11 @@ def _shown(value: Any) -> Text:
     return Text(escape_controls(str(value)))
 
 
+def _shown_lines(value: Any) -> Text:
+    """:func:`_shown` line by line: the text's own line breaks kept."""
+    return Text("\n").join(_shown(line) for line in str(value).splitlines())
+
+
 def _shorten(text: str, width: int = 100) -> Text:
     flat = " ".join(text.split())
     return _shown(flat if len(flat) <= width else flat[: width - 1] + "\u2026")
@@ -459,7 +464,8 @@ def snapshot(
         out.print_json(data=answer)
         return
     snapshot_text = answer.get("snapshot")
-    out.print(_shown(snapshot_text) if snapshot_text else Text("(empty snapshot)", style="dim"))
+    empty = Text("(empty snapshot)", style="dim")
+    out.print(_shown_lines(snapshot_text) if snapshot_text else empty)
     err.print(f"method: {answer.get('method')}  memories: {answer.get('count')}")
 
 

@@ -151,3 +151,16 @@ def test_a_path_the_api_lacks_is_a_wrong_url_not_a_missing_memory(
         assert wrong.value.exit_code == 1
         with pytest.raises(CliError, match="check the --server URL"):
             client.call("GET", "/ui/static/inspector.css")  # answered, but not JSON
+
+
+def test_a_text_of_several_lines_keeps_its_lines_and_escapes_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = _capture(monkeypatch, "out")
+
+    cli_app.out.print(cli_app._shown_lines(f"# Snapshot\n- {HOSTILE}\n- second"))
+
+    lines = shown.getvalue().splitlines()
+    assert lines[0] == "# Snapshot"
+    assert lines[2] == "- second"
+    assert not [c for c in RAW_CONTROLS if c in shown.getvalue()]
