@@ -258,7 +258,7 @@ def store(
 ) -> None:
     """Store one memory verbatim."""
     body: dict[str, Any] = {"text": _check_text(text, "text")}
-    if memory_id:
+    if memory_id is not None:  # an empty --id is the service's to refuse, not to drop
         body["id"] = check_utf8(memory_id, "--id")
     with _client(ctx) as client:
         answer = client.call("POST", "/store", body)

@@ -124,6 +124,9 @@ def test_errors_are_one_line_with_documented_exit_codes(
     rejected = cli("store", "x", "--id", "no spaces allowed", env=env, cwd=tmp_path, check=False)
     assert rejected.returncode == 2  # the service's 422, in process
     assert rejected.stderr.startswith("error: bad input: id")
+    empty_id = cli("store", "x", "--id", "", env=env, cwd=tmp_path, check=False)
+    assert empty_id.returncode == 2  # refused as "   " is, not dropped for a hashed id
+    assert empty_id.stderr.startswith("error: bad input: id")
 
 
 def test_seed_with_a_failed_file_exits_1(env: dict[str, str], tmp_path: Path) -> None:
