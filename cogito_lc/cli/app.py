@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -697,6 +698,10 @@ def _print_error(message: str) -> None:
     err.print(line, highlight=False, soft_wrap=True)
 
 
+_WARNING_PREFIX = re.compile(r"^.*?:\d+: ")
+"""The ``path:line:`` a captured warning's message starts with."""
+
+
 class _OneLineLogFormatter(logging.Formatter):
     """A log record as one line (``warning: message (Error: why)``); tracebacks with ``debug``."""
 
@@ -706,7 +711,10 @@ class _OneLineLogFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The level and message; the exception's type and message, or its traceback."""
-        line = f"{record.levelname.lower()}: {record.getMessage()}"
+        message = record.getMessage()
+        if record.name == "py.warnings":  # "path:line: UserWarning: text\n  source line"
+            message = _WARNING_PREFIX.sub("", message.splitlines()[0] if message else "")
+        line = f"{record.levelname.lower()}: {message}"
         error = record.exc_info[1] if record.exc_info else None
         if error is not None and self.debug:
             return f"{line}\n{self.formatException(record.exc_info)}"  # type: ignore[arg-type]
@@ -724,6 +732,7 @@ def _log_to_stderr(*, debug: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLineLogFormatter(debug=debug))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logging.captureWarnings(True)  # a setting's warning (a short token) on one line too
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import importlib
 import io
 import logging
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -106,16 +107,24 @@ def test_error_lines_escape_what_they_quote(monkeypatch: pytest.MonkeyPatch) -> 
     assert "[bold]x[/bold]\\nsecond line" in output
 
 
+def _log_to_stderr(monkeypatch: pytest.MonkeyPatch, *, debug: bool = False) -> io.StringIO:
+    """The CLI's logging set-up on a fresh root logger; stderr, read back. Undone after."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # pytest's own, added once the test runs
+    monkeypatch.setattr(root, "level", root.level)
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(logging, "_warnings_showwarning", None)
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    cli_app._log_to_stderr(debug=debug)
+    return stream
+
+
 @pytest.mark.parametrize("debug", [False, True])
 def test_logged_errors_are_one_line_unless_debugging(
     monkeypatch: pytest.MonkeyPatch, debug: bool
 ) -> None:
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", [])
-    monkeypatch.setattr(root, "level", root.level)
-    stream = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", stream)
-    cli_app._log_to_stderr(debug=debug)
+    stderr_log = _log_to_stderr(monkeypatch, debug=debug)
     logging.basicConfig(handlers=[logging.StreamHandler()])  # a library's set-up, kept out
     try:
         msg = "model file missing\nsecond line"
@@ -123,14 +132,23 @@ def test_logged_errors_are_one_line_unless_debugging(
     except OSError:
         logging.getLogger("cogito_lc.test").exception("the model did not load")
 
-    lines = stream.getvalue().splitlines()
+    lines = stderr_log.getvalue().splitlines()
     assert lines[0] == (
         "error: the model did not load (OSError: model file missing\\nsecond line)"
         if not debug
         else "error: the model did not load"
     )
     assert (len(lines) > 1) is debug
-    assert ("Traceback" in stream.getvalue()) is debug
+    assert ("Traceback" in stderr_log.getvalue()) is debug
+
+
+def test_a_warning_is_one_line_without_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        stderr_log = _log_to_stderr(monkeypatch)
+        warnings.warn("api_token is short", UserWarning, stacklevel=1)
+
+    assert stderr_log.getvalue().splitlines() == ["warning: UserWarning: api_token is short"]
 
 
 def test_a_server_url_is_used_without_the_spaces_around_it() -> None:
