@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import hashlib
+import json
 import logging
 import threading
 import weakref
@@ -111,6 +112,8 @@ RESERVED_METADATA_KEYS = frozenset(
 """Metadata keys the store sets itself; user metadata may not use them."""
 
 
+SCOPES_DIR = "scopes"
+"""The folder of a store's state that holds its scopes' own snapshots and vocabulary maps."""
 STATE_COLLECTION_SUFFIX = "-cogito-state"
 """On a Chroma server, snapshots and vocabulary maps go to the collection ``<name><suffix>``."""
 VERIFY_RECENT_MEMORIES = 2_000
@@ -218,6 +221,16 @@ def _timestamp(value: Any) -> str:
     """A given ``created_at`` as stored: ISO 8601 in UTC."""
     when = parse_since(value, name="created_at")
     return when.isoformat(timespec="milliseconds" if when.microsecond else "seconds")
+
+
+def _scope_state_path(scope: Scope) -> str:
+    """Where a view of ``scope`` keeps its snapshot and map in its store's state.
+
+    ``scopes/<digest>``: a hash of the scope's keys and values, so a path never
+    holds a user id and one scope's state never serves another's.
+    """
+    key = json.dumps(scope.metadata(), sort_keys=True, ensure_ascii=True)
+    return f"{SCOPES_DIR}/{hashlib.sha256(key.encode()).hexdigest()[:24]}"
 
 
 class MemoryStore:
@@ -1213,10 +1226,12 @@ class MemoryStore:
 
         Args:
             scope: The scope keys to set.
-            data_dir: Where the view saves its snapshot and vocabulary map; None
-                saves nothing (unless the store is a persistent Chroma store, whose
-                directory is the default, as for any MemoryStore).
-            fallback_vocab_map: The vocabulary map when ``data_dir`` holds none.
+            data_dir: Where the view saves its snapshot and vocabulary map. By
+                default, a folder (or key) of this store's own state named after a
+                hash of the scope, ``scopes/<digest>``, so views of different scopes
+                never share a snapshot; none when this store saves nothing.
+            fallback_vocab_map: The vocabulary map when ``data_dir`` holds none
+                (by default, this store's own map).
             state: Where the view saves its snapshot and vocabulary map instead
                 of ``data_dir`` (e.g. ``self.state.child(...)`` for a database).
 
@@ -1244,6 +1259,11 @@ class MemoryStore:
         directory = Path(data_dir) if data_dir is not None else None
         if state is None and directory is not None:
             state = DirectoryStateStore(directory)
+        audited_here = state is None  # a view's forgetting is audited where the store's is
+        if state is None and self.state is not None and target != self.scope:
+            state = self.state.child(_scope_state_path(target))
+            if fallback_vocab_map is None:
+                fallback_vocab_map = self.vocab_map  # calibrated on the store it comes from
         vocab_map = load_vocab_map(state) or fallback_vocab_map
         view = MemoryStore(
             self.vectorstore,
@@ -1260,7 +1280,7 @@ class MemoryStore:
             forget_margin=self.forget_margin,
             forget_similarity=self.forget_similarity,
         )
-        if view.state is None:  # its forgetting is audited where the store's is
+        if audited_here or view.state is None:
             view._audit_state = self._audit_state
         # the snapshots of the stores it was made from cover its scope: its forgets drop them
         parent = () if self.state is None else (self.state,)

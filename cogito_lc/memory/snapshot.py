@@ -203,7 +203,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         """Build (or reuse) the snapshot of ``memory``'s scope and save it unless ``dry_run``."""
         target = as_scope(scope, memory.scope)
         count = memory.count(target)
-        existing = load_snapshot(memory)
+        existing = load_snapshot(memory, target)
         if existing and not rebuild and not dry_run and not self._stale(existing, count):
             existing.method = "cached"
             return existing
@@ -312,15 +312,18 @@ def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
     return memory.save_state(files, forgets=forgets, sources=snapshot.sources, scope=snapshot.scope)
 
 
-def load_snapshot(memory: MemoryStore) -> Snapshot | None:
+def load_snapshot(memory: MemoryStore, scope: ScopeLike = None) -> Snapshot | None:
     """The snapshot saved in ``memory``'s state (files or a table), or None when none was built.
 
     A snapshot one of whose memories was forgotten or deleted since it was built
     (by any process, through any view) is None too, and is dropped from the state.
+    So is one built from another scope than ``scope`` (default: the store's), which
+    a state shared between scopes may hold.
     """
     state = memory.state
     if state is None:
         return None
+    wanted = as_scope(scope, memory.scope).metadata()
     try:
         meta_text = state.read(SNAPSHOT_META_FILE)
         text = state.read(SNAPSHOT_FILE)
@@ -335,6 +338,9 @@ def load_snapshot(memory: MemoryStore) -> Snapshot | None:
         return None
     if forgotten:
         _drop_unless_saved_again(memory, meta_text)
+        return None
+    if "scope" not in meta or snapshot.scope != wanted:  # an older release's may be any scope's
+        logger.info("the saved snapshot is of another scope, or of no known one: not served")
         return None
     return snapshot
 

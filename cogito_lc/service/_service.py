@@ -63,6 +63,7 @@ from cogito_lc._core.transport import (
 )
 from cogito_lc._core.versions import check_as_of, is_superseded, version_filter
 from cogito_lc.memory.memory_store import (
+    SCOPES_DIR,
     AddResult,
     ForgetResult,
     MemoryConflictError,
@@ -91,8 +92,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCOPES_DIR = "scopes"
-"""Subdirectory of the store directory holding per-scope snapshots and vocabulary maps."""
 
 # An Ollama ResponseError (model missing, server error) is upstream too for the service.
 _UPSTREAM_NAMES = TRANSPORT_ERROR_NAMES | {"ResponseError"}
