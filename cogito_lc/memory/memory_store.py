@@ -917,10 +917,15 @@ class MemoryStore:
             ```
         """
         wanted = builtins.list(dict.fromkeys(ids))
+        found = {doc.id for doc in self.get_many(wanted, scope=scope)}
+        return [i for i in wanted if i not in found]
+
+    def get_many(self, ids: Sequence[str], *, scope: ScopeLike = None) -> builtins.list[Document]:
+        """The memories with these ids that lie in the scope, in no set order."""
+        wanted = builtins.list(dict.fromkeys(ids))
         if not wanted:
             return []
-        found = {doc.id for doc in self._store.get(wanted, as_scope(scope, self.scope).where())}
-        return [i for i in wanted if i not in found]
+        return self._store.get(wanted, as_scope(scope, self.scope).where())
 
     def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
         name, record = audit_record(ids, scope.metadata(), reason)

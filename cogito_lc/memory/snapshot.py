@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
@@ -13,6 +14,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogito_lc._core.json_repair import strip_reasoning
+from cogito_lc._core.versions import SUPERSEDED_BY_KEY
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.scope import as_scope
@@ -53,6 +55,8 @@ class Snapshot:
         sources: The ids of the memories it was built from; once one of them
             is forgotten or deleted, the saved snapshot is not served again.
         scope: The scope it was built from (its metadata).
+        digest: A hash of the sources' texts and versions; once one of them is
+            edited (``update``) or superseded, the saved snapshot is built again.
     """
 
     text: str
@@ -63,6 +67,7 @@ class Snapshot:
     method: str
     sources: list[str] = field(default_factory=list)
     scope: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
 
 
 class Topic(BaseModel):
@@ -295,7 +300,26 @@ def _snapshot(
     text: str, count: int, memories: list[Document], method: str, scope: Scope
 ) -> Snapshot:
     sources = [doc.id for doc in memories if doc.id]
-    return Snapshot(text, None, _now(), count, len(memories), method, sources, scope.metadata())
+    return Snapshot(
+        text,
+        None,
+        _now(),
+        count,
+        len(memories),
+        method,
+        sources,
+        scope.metadata(),
+        _digest(memories),
+    )
+
+
+def _digest(memories: list[Document]) -> str:
+    """A hash of what a snapshot shows of these memories: ids, texts, current or not."""
+    parts = sorted(
+        f"{doc.id}\x1f{doc.page_content}\x1f{doc.metadata.get(SUPERSEDED_BY_KEY) or ''}"
+        for doc in memories
+    )
+    return hashlib.sha256("\x1e".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
@@ -317,13 +341,36 @@ def load_snapshot(memory: MemoryStore, scope: ScopeLike = None) -> Snapshot | No
 
     A snapshot one of whose memories was forgotten or deleted since it was built
     (by any process, through any view) is None too, and is dropped from the state.
-    So is one built from another scope than ``scope`` (default: the store's), which
-    a state shared between scopes may hold.
+    So is one whose memories were edited or superseded since (it is built again),
+    and one built from another scope than ``scope`` (default: the store's), which a
+    state shared between scopes may hold.
     """
+    saved = _read_saved(memory)
+    if saved is None:
+        return None
+    snapshot, meta_text, scoped = saved
+    if not scoped or snapshot.scope != as_scope(scope, memory.scope).metadata():
+        logger.info("the saved snapshot is of another scope, or of no known one: not served")
+        return None
+    try:
+        stored = memory.get_many(snapshot.sources, scope=snapshot.scope)
+    except (OSError, ValueError, TypeError) as exc:
+        logger.warning("ignoring a snapshot whose sources cannot be read: %s", exc)
+        return None
+    if len({doc.id for doc in stored}) < len(set(snapshot.sources)):  # forgotten or deleted
+        _drop_unless_saved_again(memory, meta_text)
+        return None
+    if snapshot.digest and snapshot.digest != _digest(stored):
+        logger.info("a memory of the saved snapshot was edited or superseded: not served")
+        return None
+    return snapshot
+
+
+def _read_saved(memory: MemoryStore) -> tuple[Snapshot, str, bool] | None:
+    """The saved snapshot, its meta file's text, and whether it records its scope."""
     state = memory.state
     if state is None:
         return None
-    wanted = as_scope(scope, memory.scope).metadata()
     try:
         meta_text = state.read(SNAPSHOT_META_FILE)
         text = state.read(SNAPSHOT_FILE)
@@ -331,18 +378,10 @@ def load_snapshot(memory: MemoryStore, scope: ScopeLike = None) -> Snapshot | No
             return None
         meta = json.loads(meta_text)
         meta["text"] = text
-        snapshot = Snapshot(**meta)
-        forgotten = memory.missing(snapshot.sources, scope=snapshot.scope)
+        return Snapshot(**meta), meta_text, "scope" in meta  # an older release's: any scope's
     except (OSError, ValueError, TypeError) as exc:
         logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None
-    if forgotten:
-        _drop_unless_saved_again(memory, meta_text)
-        return None
-    if "scope" not in meta or snapshot.scope != wanted:  # an older release's may be any scope's
-        logger.info("the saved snapshot is of another scope, or of no known one: not served")
-        return None
-    return snapshot
 
 
 def _drop_unless_saved_again(memory: MemoryStore, meta_text: str) -> None:

@@ -204,7 +204,7 @@ def test_a_snapshot_saved_before_sources_were_kept_still_loads(memory: MemorySto
     SnapshotBuilder.from_llm(None).build(memory)
     assert memory.state is not None
     meta = json.loads(memory.state.read("snapshot.json") or "{}")
-    del meta["sources"]
+    del meta["sources"], meta["digest"]  # as an earlier release saved it
     memory.state.write({"snapshot.json": json.dumps(meta)})
     loaded = load_snapshot(memory)
     assert loaded is not None
@@ -216,7 +216,7 @@ def test_a_snapshot_saved_before_its_scope_was_kept_is_built_again(memory: Memor
     builder.build(memory)
     assert memory.state is not None
     meta = json.loads(memory.state.read("snapshot.json") or "{}")
-    del meta["sources"], meta["scope"]  # as an earlier release saved it: whose scope is unknown
+    del meta["sources"], meta["scope"], meta["digest"]  # an earlier release's: whose scope?
     memory.state.write({"snapshot.json": json.dumps(meta)})
 
     assert load_snapshot(memory) is None
@@ -260,3 +260,23 @@ def test_a_snapshot_of_another_scope_in_one_state_is_not_served(memory: MemorySt
     bobs = builder.build(memory, scope={"user_id": "bob"})
     assert bobs.method != "cached"
     assert "Auth tokens" not in bobs.text
+
+
+def test_a_snapshot_is_built_again_once_a_memory_of_it_is_edited_or_superseded(
+    memory: MemoryStore,
+) -> None:
+    builder = SnapshotBuilder.from_llm(None)
+    alice = memory.store("Alice's phone number is 555-0101.")
+    memory.store("Alice lives in Austin.")
+    assert "555-0101" in builder.build(memory).text
+
+    memory.update(alice.id or "", "Alice's phone number is private.")
+    assert load_snapshot(memory) is None
+    redacted = builder.build(memory)
+    assert "555-0101" not in redacted.text
+    assert "private" in redacted.text
+
+    austin = next(d for d in memory.list() if "Austin" in d.page_content)
+    memory.store("Alice lives in Denver.", supersedes=[austin.id or ""])
+    assert load_snapshot(memory) is None
+    assert "Austin" not in builder.build(memory).text
