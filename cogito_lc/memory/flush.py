@@ -12,7 +12,10 @@ the scope) or when its nearest memory's cosine similarity is at least
 the same content, not merely the same topic). When the model fails (or the store
 has no extractor) the window itself is stored verbatim, tagged
 ``flush_method="fallback_verbatim"`` (or ``fallback_no_llm``): nothing handed in
-is lost. Only an explicit empty answer from the model stores nothing for a window.
+is lost. Such a window is left out only when the same window is stored already,
+never as a near duplicate: flushed again after the session went on, a window may
+repeat stored turns beside new ones, and is stored whole rather than lose them.
+Only an explicit empty answer from the model stores nothing for a window.
 
 When the store has a supersession ``judge`` (or ``supersede=True``), each new
 memory is judged as :meth:`MemoryStore.add <cogito_lc.MemoryStore.add>` judges
@@ -35,6 +38,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from cogito_lc._core.validation import check_positive_int, check_unicode
+from cogito_lc._core.versions import is_superseded
 from cogito_lc.extraction.fact_extractor import FactExtractionInput
 from cogito_lc.memory._forget import forget_subject
 from cogito_lc.memory.memory_store import (
@@ -107,6 +111,7 @@ def _turn(index: int, message: Any) -> tuple[str, str]:
         if not isinstance(role, str) or not role.strip():
             msg = f"{where}.role must be a non-empty string such as 'user' or 'assistant'"
             raise ValueError(msg)
+        role = role.strip().lower()  # "User" asks to forget as "user" does
         role = _ROLES.get(role, role)
     else:
         msg = f"{where} must be a LangChain message or an object with 'role' and 'content'"
@@ -207,10 +212,20 @@ class _Flush:
         logger.warning("fact extraction gave nothing usable; storing the window verbatim")
         return [window], "fallback_verbatim"
 
-    def held(self, text: str) -> bool:
-        if self.memory.get(memory_id(text, self.scope), scope=self.scope) is not None:
+    def held(self, text: str, *, verbatim: bool) -> bool:
+        """Whether ``text`` is stored already: the same memory, or (for a fact) a near one.
+
+        A same memory that was superseded is not held when a judge writes: saying it
+        again makes it current again. A verbatim window is never taken for a near
+        duplicate, since a window of a continued session that repeats the stored
+        turns also holds new ones, which would be lost.
+        """
+        same = self.memory.get(memory_id(text, self.scope), scope=self.scope)
+        if same is not None and not (self.judged and is_superseded(same.metadata)):
             self.result.skipped_same_id += 1
             return True
+        if verbatim:
+            return False
         near = self.memory.search(text, k=1, threshold=self.threshold, scope=self.scope)
         if near:
             self.result.skipped_near_duplicate += 1
@@ -223,10 +238,11 @@ class _Flush:
         if method.startswith("fallback"):
             self.result.verbatim_windows += 1
         metadata = {**self.metadata, "session_window": number, "flush_method": method}
+        verbatim = method.startswith("fallback")
         docs = [
             Document(page_content=text, metadata=dict(metadata))
             for text in dict.fromkeys(texts)
-            if not self.held(text)
+            if not self.held(text, verbatim=verbatim)
         ]
         if docs and self.judged:
             for doc in docs:

@@ -268,3 +268,48 @@ def test_no_window_stored_verbatim_is_longer_than_a_memory_may_be(chroma: Chroma
     kept = "".join(text.replace("\n", "") for text in texts)
     roles = ["user", "assistant", "user"]
     assert kept == "".join(f"{who}: {text}" for who, text in zip(roles, said, strict=True))
+
+
+def test_a_continued_session_flushed_again_keeps_its_new_turns(memory: MemoryStore) -> None:
+    turns = [
+        "Let's plan the billing migration.",
+        "Move billing to PostgreSQL 16.",
+        "Cutover is planned for March 3rd.",
+        "The rollback owner is Priya.",
+        "Budget cap is 40k EUR.",
+    ]
+    chat = [HumanMessage(turn) for turn in turns]
+    flush_session(memory, chat[:4], session_id="s", window_size=10)
+
+    again = flush_session(memory, chat, session_id="s", window_size=10)
+
+    assert again.methods == ["fallback_no_llm"]
+    assert any("Budget cap is 40k EUR." in doc.page_content for doc in again.stored)
+    assert again.skipped_near_duplicate == 0
+
+
+def test_a_fact_said_again_after_it_was_superseded_is_current_again(memory: MemoryStore) -> None:
+    austin = memory.store("Alice lives in Austin.", created_at="2026-01-01T00:00:00Z")
+    memory.store("Alice moved to Denver.", supersedes=[austin.id or ""])
+    memory.extractor = FactExtractor.from_llm(
+        FakeListChatModel(responses=[_facts(austin.page_content)])
+    )
+    _judged(memory, '{"supersedes": [1], "repeats": []}')
+
+    result = flush_session(memory, [HumanMessage("I moved back to Austin.")], session_id="s")
+
+    current = [doc.page_content for doc in memory.list(include_superseded=False)]
+    assert current == ["Alice lives in Austin."], current
+    assert result.skipped_same_id == 0
+
+
+def test_a_forget_request_is_honoured_whatever_the_roles_case(memory: MemoryStore) -> None:
+    chat = [
+        {"role": "User", "content": "My phone number is 555-0101."},
+        {"role": "USER", "content": "Please forget my phone number."},
+    ]
+
+    result = flush_session(memory, chat, session_id="s", window_size=1)
+
+    assert result.forgotten
+    assert all("555" not in doc.page_content for doc in memory.list())
