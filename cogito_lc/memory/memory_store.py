@@ -123,8 +123,9 @@ _SCALARS = (str, int, float, bool)
 
 _STAGE_ONE_K = 100
 """How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
-_STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"}
-"""Keywords of ``as_retriever("recall")`` that configure stage 1; ``k`` is the final count."""
+_STAGE_ONE_FIELDS = frozenset(RecallB.model_fields) - {"k"} - set(BaseRetriever.model_fields)
+"""Keywords of ``as_retriever("recall")`` that configure stage 1: ``k`` is the final count,
+and ``tags``, ``metadata`` and ``name`` are the returned retriever's own."""
 
 
 @dataclass

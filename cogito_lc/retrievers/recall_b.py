@@ -285,6 +285,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
                 "with an embedding function or pass embeddings=... to RecallB."
             )
             raise ValueError(msg)
+        _check_search_kwargs(self.search_kwargs)
         self._cache = shared_cache(self.vectorstore, self.query_embeddings, self.cache_size)
         self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
         self._store = adapter_for(self.vectorstore)
@@ -849,6 +850,33 @@ _Lexical = tuple[_LexicalRun | None, list[Document]]
 
 _lexical_threads: list[Executor] = []
 _lexical_threads_lock = threading.Lock()
+
+
+_FIELD_OF_SEARCH_KWARG = {
+    "k": "k",
+    "fetch_k": "fetch_k",
+    "score_threshold": "score_floor",
+    "lambda_mult": None,
+    "search_type": None,
+}
+"""``search_kwargs`` keys of LangChain's ``VectorStoreRetriever`` and RecallB's field for each."""
+
+
+def _check_search_kwargs(search_kwargs: Mapping[str, Any]) -> None:
+    """Refuse a ``VectorStoreRetriever`` option the store's searches would be handed.
+
+    Raises:
+        TypeError: Naming the key and the RecallB field that does its work.
+    """
+    for key, field_name in _FIELD_OF_SEARCH_KWARG.items():
+        if key not in search_kwargs:
+            continue
+        instead = f"pass {field_name}=... to RecallB" if field_name else "leave it out"
+        msg = (
+            f"search_kwargs[{key!r}] is a VectorStoreRetriever option, not a filter for the "
+            f"store's searches: {instead}."
+        )
+        raise TypeError(msg)
 
 
 def _lexical_pool() -> Executor:

@@ -536,3 +536,6 @@ def test_the_recall_retriever_takes_filter_and_stage_one_settings(chroma: Chroma
     assert memory.as_retriever("recall").k == 10  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="'timout' \\(did you mean 'timeout'\\?\\)"):
         memory.as_retriever("recall", timout=3.0)
+    named = memory.as_retriever("recall", tags=["memory"], metadata={"t": 1}, name="team")
+    assert (named.tags, named.metadata, named.name) == (["memory"], {"t": 1}, "team")
+    assert named.recall_b.tags is None  # type: ignore[attr-defined]

@@ -303,3 +303,14 @@ def test_chroma_search_reads_only_the_vectors_the_cache_lacks(
     read.clear()
     assert retriever.invoke("billing port") == first
     assert read == []  # every candidate's vector is cached: documents only
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [("k", "pass k="), ("fetch_k", "pass fetch_k="), ("score_threshold", "score_floor")],
+)
+def test_a_vector_store_retriever_option_in_search_kwargs_is_refused_when_built(
+    filled_chroma: Chroma, key: str, hint: str
+) -> None:
+    with pytest.raises(TypeError, match=rf"search_kwargs\['{key}'\].*{hint}"):
+        RecallB(vectorstore=filled_chroma, search_kwargs={key: 3})
