@@ -98,26 +98,27 @@ def render(
 ) -> str:
     """Markdown with one ``##`` heading per group and each memory's stored text under it.
 
-    Indexes outside ``memories`` or repeated are skipped; rendering stops at
-    ``max_chars``.
+    Indexes outside ``memories`` or repeated are skipped. The text stays within
+    ``max_chars``: a group is cut after the items that fit (a group larger than
+    the budget still shows its first ones), and later groups take what is left.
     """
-    lines: list[str] = []
+    blocks: list[str] = []
     used: set[int] = set()
     size = 0
     for heading, members in groups:
-        block = [f"## {_clean_heading(heading)}"]
+        block = f"## {_clean_heading(heading)}"
         for index in members:
-            if isinstance(index, int) and 0 <= index < len(memories) and index not in used:
-                used.add(index)
-                block.append(f"- {_shorten(memories[index].page_content, item_chars)}")
-        if len(block) == 1:
-            continue
-        text = "\n".join(block)
-        if size + len(text) > max_chars:
-            break
-        lines.append(text)
-        size += len(text) + 2
-    return "\n\n".join(lines) + ("\n" if lines else "")
+            if not isinstance(index, int) or not 0 <= index < len(memories) or index in used:
+                continue
+            item = f"\n- {_shorten(memories[index].page_content, item_chars)}"
+            if size + len(block) + len(item) > max_chars:
+                break
+            used.add(index)
+            block += item
+        if "\n" in block:
+            blocks.append(block)
+            size += len(block) + 2
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
 class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):

@@ -124,6 +124,17 @@ def test_render_respects_budgets() -> None:
     assert render([("A", [0]), ("B", [1])], docs, item_chars=40, max_chars=60).count("##") == 1
 
 
+def test_a_group_larger_than_the_budget_shows_its_first_items() -> None:
+    docs = [Document(page_content=f"Note {i} about the billing migration.") for i in range(40)]
+    small = [Document(page_content="Deploys freeze on Fridays.")]
+
+    text = render([("notes.md", list(range(40))), ("ops", [40])], docs + small, 200, 300)
+
+    assert text.startswith("## notes.md\n- Note 0 about the billing migration.")
+    assert len(text) <= 301
+    assert 1 < text.count("\n- ") < 40
+
+
 def test_empty_store(embeddings: HashEmbeddings) -> None:
     memory = MemoryStore(Chroma("empty-snap", embeddings))
     snapshot = SnapshotBuilder.from_llm(None).build(memory)
