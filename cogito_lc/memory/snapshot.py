@@ -57,6 +57,8 @@ class Snapshot:
         scope: The scope it was built from (its metadata).
         digest: A hash of the sources' texts and versions; once one of them is
             edited (``update``) or superseded, the saved snapshot is built again.
+        text_sha256: A hash of ``text``, so a text saved apart from its metadata
+            (a crash between the two files) is not served with the wrong one.
     """
 
     text: str
@@ -68,6 +70,7 @@ class Snapshot:
     sources: list[str] = field(default_factory=list)
     scope: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
+    text_sha256: str = ""
 
 
 class Topic(BaseModel):
@@ -314,13 +317,17 @@ def _snapshot(
     )
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _digest(memories: list[Document]) -> str:
     """A hash of what a snapshot shows of these memories: ids, texts, current or not."""
     parts = sorted(
         f"{doc.id}\x1f{doc.page_content}\x1f{doc.metadata.get(SUPERSEDED_BY_KEY) or ''}"
         for doc in memories
     )
-    return hashlib.sha256("\x1e".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return _sha256("\x1e".join(parts))
 
 
 def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
@@ -330,6 +337,7 @@ def _save(memory: MemoryStore, snapshot: Snapshot, forgets: int) -> bool:
     """
     assert memory.state is not None  # noqa: S101 - checked by the caller
     snapshot.path = memory.state.location(SNAPSHOT_FILE)
+    snapshot.text_sha256 = _sha256(snapshot.text)
     files = {
         SNAPSHOT_FILE: snapshot.text,
         SNAPSHOT_META_FILE: json.dumps(asdict(snapshot), indent=2) + "\n",
@@ -379,10 +387,14 @@ def _read_saved(memory: MemoryStore) -> tuple[Snapshot, str, bool] | None:
             return None
         meta = json.loads(meta_text)
         meta["text"] = text
-        return Snapshot(**meta), meta_text, "scope" in meta  # an older release's: any scope's
+        snapshot = Snapshot(**meta)
     except (OSError, ValueError, TypeError) as exc:
         logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None
+    if snapshot.text_sha256 and snapshot.text_sha256 != _sha256(text):
+        logger.warning("ignoring a snapshot whose text and metadata were saved apart")
+        return None
+    return snapshot, meta_text, "scope" in meta  # an older release's may be any scope's
 
 
 def _drop_unless_saved_again(memory: MemoryStore, meta_text: str) -> None:

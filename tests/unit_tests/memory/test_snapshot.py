@@ -291,3 +291,12 @@ def test_a_snapshot_is_built_again_once_a_memory_of_it_is_edited_or_superseded(
     memory.store("Alice lives in Denver.", supersedes=[austin.id or ""])
     assert load_snapshot(memory) is None
     assert "Austin" not in builder.build(memory).text
+
+
+def test_a_text_saved_apart_from_its_metadata_is_not_served(memory: MemoryStore) -> None:
+    SnapshotBuilder.from_llm(None).build(memory)
+    assert memory.state is not None
+    assert load_snapshot(memory) is not None
+    memory.state.write({"snapshot.md": "## A newer build\n- cut before its metadata\n"})
+
+    assert load_snapshot(memory) is None  # a crash between the two files
