@@ -18,7 +18,7 @@ import logging
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -137,6 +137,12 @@ class _Call:
     query: str
     k: int
     since: datetime | None
+    versions: dict[str, Any] = field(default_factory=dict)
+    """``as_of`` and ``include_superseded`` as given, for stage 1."""
+
+
+_VERSION_READS = ("as_of", "include_superseded")
+"""The per-call read options of :class:`RecallB` that choose which versions are read."""
 
 
 @dataclass(frozen=True)
@@ -280,18 +286,20 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
         return self._route_pattern.search(query) is not None
 
     def _call(self, query: Any, kwargs: dict[str, Any]) -> _Call:
-        reject_unknown_kwargs(f"{type(self).__name__}.invoke", kwargs.keys(), {"k", "since"})
+        accepted = {"k", "since", *_VERSION_READS}
+        reject_unknown_kwargs(f"{type(self).__name__}.invoke", kwargs.keys(), accepted)
         check_query(query)
         k = check_positive_int(kwargs.get("k", self.k), name="k")
         since = parse_since(kwargs["since"]) if kwargs.get("since") is not None else self.since
-        return _Call(query, k, since)
+        versions = {key: kwargs[key] for key in _VERSION_READS if key in kwargs}
+        return _Call(query, k, since, versions)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self._call(query, kwargs)
         found = self.recall_b.invoke(
-            call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size
+            call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size, **call.versions
         )
         pool = self._pool(call, found)
         dispatch_custom_event(
@@ -318,7 +326,7 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
     ) -> list[Document]:
         call = self._call(query, kwargs)
         found = await self.recall_b.ainvoke(
-            call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size
+            call.query, {"callbacks": run_manager.get_child()}, k=self.pool_size, **call.versions
         )
         pool = self._pool(call, found)
         await adispatch_custom_event(

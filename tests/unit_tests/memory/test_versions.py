@@ -659,3 +659,21 @@ def test_a_crash_between_a_supersession_mark_and_the_lexical_index_is_resynced_a
     assert indexed.id == old.id
     assert indexed.metadata == restarted.get(old.id or "").metadata  # type: ignore[union-attr]
     assert "superseded_by" in indexed.metadata
+
+
+def test_the_two_stage_retriever_reads_versions_per_call_as_recall_b_does(
+    chroma: Chroma,
+) -> None:
+    memory = MemoryStore(chroma)
+    austin = memory.store("Alice lives in Austin.", created_at="2026-01-01T00:00:00Z")
+    memory.store(
+        "Alice lives in Denver.", supersedes=[austin.id or ""], created_at="2026-02-01T00:00:00Z"
+    )
+    recall = memory.as_retriever("recall", k=5)
+
+    def texts(**read: Any) -> set[str]:
+        return {doc.page_content for doc in recall.invoke("where does Alice live", **read)}
+
+    assert texts() == {"Alice lives in Denver."}
+    assert texts(as_of="2026-01-15T00:00:00Z") == {"Alice lives in Austin."}
+    assert texts(include_superseded=True) == {"Alice lives in Austin.", "Alice lives in Denver."}
