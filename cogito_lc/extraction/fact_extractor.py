@@ -286,14 +286,16 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         Args:
             input: A :class:`FactExtractionInput`, its fields as a dict, or the text.
             config: Runnable config (callbacks, tags, metadata, run name).
-            **kwargs: Ignored; accepted for compatibility with ``Runnable``.
+            **kwargs: None is taken: ``max_facts`` and ``context_hints`` go in the input.
 
         Returns:
             At most ``max_facts`` facts.
 
         Raises:
             ValueError: If the input is invalid, such as ``max_facts < 1``.
+            TypeError: If a keyword argument is given.
         """
+        _no_call_options(kwargs)
         return self.invoke_with_result(input, config).value
 
     async def ainvoke(
@@ -303,6 +305,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         **kwargs: Any,
     ) -> list[Fact]:
         """Async :meth:`invoke`."""
+        _no_call_options(kwargs)
         return (await self.ainvoke_with_result(input, config)).value
 
     def invoke_with_result(
@@ -508,3 +511,14 @@ def _as_request(value: Any) -> FactExtractionInput:
         f"got {type(value).__name__}."
     )
     raise TypeError(msg)
+
+
+def _no_call_options(kwargs: dict[str, Any]) -> None:
+    """Refuse keyword options, which would otherwise pass unnoticed (a typo, a misplaced cap)."""
+    if kwargs:
+        msg = (
+            f"FactExtractor.invoke takes no keyword options, got {sorted(kwargs)}: put "
+            "max_facts or context_hints in the input, e.g. "
+            "invoke({'text': ..., 'max_facts': 3})."
+        )
+        raise TypeError(msg)

@@ -756,3 +756,13 @@ def test_a_null_importance_is_the_default_not_a_dropped_fact() -> None:
 
     assert result.value == [Fact(content="Deploys freeze on Fridays.", kind="rule", importance=0.5)]
     assert (result.method, result.dropped) == (ExtractionMethod.TEXT, 0)
+
+
+async def test_keyword_options_are_refused_not_ignored() -> None:
+    extractor = FactExtractor.from_llm(FakeListChatModel(responses=["[]"]))
+
+    with pytest.raises(TypeError, match=r"\['max_facts'\].*in the input"):
+        extractor.invoke(DECISION_TEXT, max_facts=1)
+    with pytest.raises(TypeError, match="mxa_facts"):
+        await extractor.ainvoke(DECISION_TEXT, mxa_facts=1)
+    assert extractor.invoke({"text": DECISION_TEXT, "max_facts": 1}) == []
