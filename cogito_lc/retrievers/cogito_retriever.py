@@ -361,7 +361,7 @@ class CogitoRetriever(RejectUnknownFields, BaseRetriever):
             "name": self.get_name(),
             "recall_method": pool.recall_method,
             "ids": [doc.id for doc in top],
-            "documents": top,
+            "documents": [_as_of_now(doc) for doc in top],  # stage 2 tags its own
             "pool": len(pool.documents),
         }
 
@@ -453,3 +453,12 @@ def _since(documents: Sequence[Document], since: datetime) -> list[Document]:
     if len(kept) < len(documents):
         logger.debug("since=%s dropped %d candidates", since, len(documents) - len(kept))
     return kept
+
+
+def _as_of_now(document: Document) -> Document:
+    """A copy of ``document`` whose metadata and ``cogito`` dict later tagging leaves alone."""
+    metadata = dict(document.metadata)
+    details = metadata.get(METADATA_KEY)
+    if isinstance(details, dict):
+        metadata[METADATA_KEY] = dict(details)
+    return document.model_copy(update={"metadata": metadata})

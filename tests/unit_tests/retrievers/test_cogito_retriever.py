@@ -450,3 +450,6 @@ def test_the_candidates_event_comes_before_the_retrieval_event(filled_chroma: Ch
     names = [name for name, _, _ in recorder.events]
     assert names.index(CANDIDATES_EVENT) < names.index(RETRIEVAL_EVENT)
     assert candidates["pool"] >= 2
+    for doc in candidates["documents"]:  # as stage 1 gave them, not tagged by stage 2 since
+        assert "filter_method" not in doc.metadata[METADATA_KEY]
+        assert "|" not in doc.metadata[METADATA_KEY]["method"]
