@@ -84,7 +84,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.prompts import (
+    ChatPromptTemplate,
+    HumanMessagePromptTemplate,
+    StringPromptTemplate,
+)
 
 from cogito_lc.prompts._files import (
     PromptFileError,
@@ -117,8 +121,9 @@ ENTRY_POINT_GROUP = "cogito_lc.prompts"
 PROMPTS_DIR_ENV_VAR = "COGITO_PROMPTS_DIR"
 """Environment variable naming a directory of prompt files for the default registry."""
 
-PromptLike: TypeAlias = ChatPromptTemplate | str
-"""A chat prompt, or the text of a single human message in f-string format."""
+PromptLike: TypeAlias = ChatPromptTemplate | StringPromptTemplate | str
+"""A chat prompt, a string prompt (``PromptTemplate``) or the text of a single human
+message in f-string format; the last two become one human message."""
 
 
 class PromptVariablesError(ValueError):
@@ -382,24 +387,27 @@ def validate_prompt_variables(name: str, template: ChatPromptTemplate) -> None:
 
 
 def as_chat_prompt(template: PromptLike) -> ChatPromptTemplate:
-    """Return ``template`` as a chat prompt; a string becomes one human message.
+    """Return ``template`` as a chat prompt; a string or a string prompt becomes one human message.
 
     Args:
-        template: A chat prompt, or the f-string text of a single human message.
+        template: A chat prompt, a ``PromptTemplate``, or the f-string text of a
+            single human message.
 
     Returns:
         The chat prompt.
 
     Raises:
-        TypeError: If ``template`` is neither a string nor a ``ChatPromptTemplate``.
+        TypeError: If ``template`` is none of these.
         ValueError: If the string is not a valid f-string template (a stray brace).
     """
     if isinstance(template, ChatPromptTemplate):
         return template
+    if isinstance(template, StringPromptTemplate):
+        return ChatPromptTemplate.from_messages([HumanMessagePromptTemplate(prompt=template)])
     if isinstance(template, str):
         return chat_prompt([("human", template)], "The prompt text")
     msg = (
-        f"A prompt must be a ChatPromptTemplate or a template string, got "
+        f"A prompt must be a ChatPromptTemplate, a PromptTemplate or a template string, got "
         f"{type(template).__name__}."
     )
     raise TypeError(msg)

@@ -495,7 +495,7 @@ def test_contract_names_the_variables_a_component_fills_in() -> None:
 
 
 def test_register_rejects_non_prompt_objects() -> None:
-    with pytest.raises(TypeError, match="ChatPromptTemplate or a template string"):
+    with pytest.raises(TypeError, match="a PromptTemplate or a template string"):
         PromptRegistry().register("x", 42)  # type: ignore[arg-type]
 
 
@@ -548,3 +548,15 @@ def test_pointer_prompt_examples_validate_against_the_pointer_schema() -> None:
 def test_a_stray_brace_in_a_prompt_text_says_how_to_write_one(text: str) -> None:
     with pytest.raises(ValueError, match=r"not a valid f-string template.*\{\{ or \}\}"):
         PromptRegistry().register("fact_extraction", text)
+
+
+def test_a_prompt_template_is_one_human_message_with_its_variables() -> None:
+    from langchain_core.prompts import PromptTemplate
+
+    registry = PromptRegistry()
+    registry.register(
+        "fact_extraction", PromptTemplate.from_template("Facts in {text}"), replace=True
+    )
+
+    messages = registry.get("fact_extraction").format_messages(text="deploys freeze")
+    assert [(m.type, m.content) for m in messages] == [("human", "Facts in deploys freeze")]
