@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogito_lc._core.json_repair import strip_reasoning
-from cogito_lc._core.versions import SUPERSEDED_BY_KEY
+from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.scope import as_scope
@@ -33,6 +33,8 @@ __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 logger = logging.getLogger(__name__)
 
 _BUILDS_PER_CALL = 3
+_SAMPLE_PAGE = 500
+"""Memories read at a time when a build samples the newest."""
 """Builds a call tries while forgets land during them, before the grouped one (no model)."""
 
 SNAPSHOT_FILE, SNAPSHOT_META_FILE = SNAPSHOT_FILES
@@ -163,7 +165,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     structured_output: StructuredOutputMode = "auto"
     """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
     sample_size: int = Field(default=500, ge=1)
-    """The most memories a snapshot is built from."""
+    """The most memories a snapshot is built from: the newest current ones."""
     item_chars: int = Field(default=160, ge=20)
     """Each memory's text is cut to this many characters in the snapshot."""
     max_chars: int = Field(default=3200, ge=200)
@@ -218,7 +220,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             return existing
         for _ in range(_BUILDS_PER_CALL):
             forgets = memory.forgets
-            memories = memory.list(target, limit=self.sample_size, include_superseded=False)
+            memories = _newest_current(memory, target, self.sample_size)
             text, method = self._text(memories)
             snapshot = _snapshot(text, count, memories, method, target)
             if dry_run or memory.state is None:
@@ -235,7 +237,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         """
         with memory.exclusive():
             forgets = memory.forgets
-            memories = memory.list(target, limit=self.sample_size, include_superseded=False)
+            memories = _newest_current(memory, target, self.sample_size)
             text, method = self._grouped(memories, "forgotten_during_build")
             snapshot = _snapshot(text, count, memories, method, target)
             _save(memory, snapshot, forgets)
@@ -315,6 +317,21 @@ def _snapshot(
         scope.metadata(),
         _digest(memories),
     )
+
+
+def _newest_current(memory: MemoryStore, scope: Scope, limit: int) -> list[Document]:
+    """The ``limit`` current memories of ``scope`` written last, oldest first.
+
+    Read from the end of the write order, a page at a time, until enough are found.
+    """
+    kept: list[Document] = []
+    end = memory.count(scope)
+    while end > 0 and len(kept) < limit:
+        start = max(0, end - _SAMPLE_PAGE)
+        page = memory.list(scope, limit=end - start, offset=start)
+        kept = [doc for doc in page if not is_superseded(doc.metadata)] + kept
+        end = start
+    return kept[-limit:]
 
 
 def _sha256(text: str) -> str:

@@ -300,3 +300,19 @@ def test_a_text_saved_apart_from_its_metadata_is_not_served(memory: MemoryStore)
     memory.state.write({"snapshot.md": "## A newer build\n- cut before its metadata\n"})
 
     assert load_snapshot(memory) is None  # a crash between the two files
+
+
+def test_a_snapshot_is_built_from_the_newest_memories(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    memory = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    memory.store_many([f"Old note {i}." for i in range(8)])
+    old = memory.store("An old fact, replaced.")
+    memory.store("The newest fact.", supersedes=[old.id or ""])
+
+    built = SnapshotBuilder(llm=None, sample_size=4).build(memory)
+
+    assert built.sampled == 4
+    assert "The newest fact." in built.text
+    assert "Old note 0." not in built.text
+    assert "replaced" not in built.text
