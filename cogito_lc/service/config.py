@@ -525,7 +525,15 @@ class CogitoSettings(BaseSettings):
         return (FirstSetWins(settings_cls, layers),)
 
 
-class FirstSetWins(PydanticBaseSettingsSource):
+class _WholeSource(PydanticBaseSettingsSource):
+    """A source that gives all its settings at once (:meth:`__call__`), none field by field."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: :meth:`__call__` gives every setting at once."""
+        return None, field_name, False
+
+
+class FirstSetWins(_WholeSource):
     """Sources in priority order, merged setting by setting: the first to set one wins.
 
     pydantic-settings merges nested values of all sources, so dicts from several
@@ -538,10 +546,6 @@ class FirstSetWins(PydanticBaseSettingsSource):
     ) -> None:
         super().__init__(settings_cls)
         self.layers = layers
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        """Unused: :meth:`__call__` merges whole sources."""
-        return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
         """Each setting from the first source that sets it, under the setting's name."""
@@ -564,16 +568,12 @@ def _setting_names(settings_cls: type[BaseSettings]) -> dict[str, str]:
     return names
 
 
-class JsonFileSource(PydanticBaseSettingsSource):
+class JsonFileSource(_WholeSource):
     """One JSON config file; a missing file gives nothing, a bad one a :class:`ConfigError`."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
         super().__init__(settings_cls)
         self.path = path
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        """Unused: :meth:`__call__` reads the whole file at once."""
-        return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
         """The file's keys, checked against the settings' field names."""
