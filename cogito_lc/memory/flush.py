@@ -146,15 +146,17 @@ def _windows(turns: list[tuple[str, str]], size: int, max_chars: int) -> list[st
     """The turns as windows of at most ``size`` lines and ``max_chars`` characters.
 
     A window may be stored verbatim, so none is longer than a memory may be; a
-    turn longer than that is cut into lines of ``max_chars``.
+    turn longer than that is cut into lines of ``max_chars``, each naming its
+    speaker.
     """
     windows: list[str] = []
     lines: list[str] = []
     length = 0
     for role, text in turns:
-        said = f"{role}: {text}"
-        for start in range(0, len(said), max_chars):
-            line = said[start : start + max_chars]
+        speaker = f"{role}: "
+        room = max(max_chars - len(speaker), 1)
+        for start in range(0, len(text), room):
+            line = (speaker + text[start : start + room])[:max_chars]
             joined = length + len(line) + (1 if lines else 0)
             if lines and (len(lines) == size or joined > max_chars):
                 windows.append("\n".join(lines))
@@ -251,7 +253,11 @@ class _Flush:
             ids = self.memory.store_many(docs, scope=self.scope)
             for doc, doc_id in zip(docs, ids, strict=True):
                 doc.id = doc_id
-            self.result.stored.extend(docs)
+            stored = {doc.id for doc in self.result.stored}
+            for doc in docs:  # texts differing in whitespace only are one memory
+                if doc.id not in stored:
+                    stored.add(doc.id)
+                    self.result.stored.append(doc)
 
     def write_judged(self, doc: Document) -> None:
         """Write one memory after the store's judge said what it supersedes or repeats."""
