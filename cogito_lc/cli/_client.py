@@ -108,10 +108,19 @@ def _no_such_route(response: httpx.Response) -> bool:
 class ApiClient:
     """A thin client of the memory service's HTTP API."""
 
-    def __init__(self, http: Any, where: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        http: Any,
+        where: str,
+        headers: dict[str, str] | None = None,
+        *,
+        is_remote: bool = True,
+    ) -> None:
         self._http = http
         self.where = where
         self._headers = headers or {}
+        self.is_remote = is_remote
+        """Whether the API is a server's (a ``--server`` URL), not this process's own."""
 
     @classmethod
     def remote(cls, url: str, *, token: str | None, user: str | None) -> ApiClient:
@@ -129,7 +138,7 @@ class ApiClient:
 
         http = TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return cls(http, "the embedded store", headers)
+        return cls(http, "the embedded store", headers, is_remote=False)
 
     def __enter__(self) -> ApiClient:
         if isinstance(self._http, AbstractContextManager):
@@ -199,7 +208,8 @@ class ApiClient:
         )
 
     def _check(self, response: httpx.Response) -> None:
-        if response.status_code == 404 and _no_such_route(response):
+        # In process the API is ours: a path it does not match is an id it cannot hold.
+        if response.status_code == 404 and self.is_remote and _no_such_route(response):
             raise CliError(self._not_the_api(response.request.url.path))
         if response.status_code == 404:
             msg_0 = f"not found: {_detail(response)}"

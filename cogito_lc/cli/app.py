@@ -153,7 +153,8 @@ def _shown(value: Any) -> Text:
 
 def _shown_lines(value: Any) -> Text:
     """:func:`_shown` line by line: the text's own line breaks kept."""
-    return Text("\n").join(_shown(line) for line in str(value).splitlines())
+    lines = str(value).replace("\r\n", "\n").split("\n")  # other breaks stay escaped
+    return Text("\n").join(_shown(line) for line in lines)
 
 
 def _shorten(text: str, width: int = 100) -> Text:
@@ -221,7 +222,7 @@ def recall(
 def _print_event(name: str, data: Any, raw: bool, query: str) -> None:
     if raw:  # JSON Lines: one compact object per event
         line = json.dumps({"event": name, "data": data}, ensure_ascii=True)
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+        out.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
     elif name == "candidates":
         stage1 = {"memories": data.get("memories", []), "method": data.get("recall_method")}
         _print_hits(stage1, raw, f"stage 1: {query}")

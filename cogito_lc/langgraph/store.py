@@ -507,10 +507,16 @@ class CogitoStore(BaseStore):
 
 
 async def _finished(work: asyncio.Future[Any]) -> None:
-    """Wait until ``work`` is done, through any further cancellation."""
+    """Wait until ``work`` is done, through any further cancellation; log its failure.
+
+    Its caller was cancelled, so a failed write has no one else to tell.
+    """
     while not work.done():
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait({work})
+    error = None if work.cancelled() else work.exception()
+    if error is not None:
+        logger.error("a cancelled batch's writes failed: %s: %s", type(error).__name__, error)
 
 
 def _namespaces_of(op: Op) -> list[tuple[str, ...]]:

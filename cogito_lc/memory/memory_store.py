@@ -93,6 +93,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryStore",
     "SupersessionRefusedError",
+    "scope_state_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -224,14 +225,16 @@ def _timestamp(value: Any) -> str:
     return when.isoformat(timespec="milliseconds" if when.microsecond else "seconds")
 
 
-def _scope_state_path(scope: Scope) -> str:
+def scope_state_path(scope: Scope) -> str:
     """Where a view of ``scope`` keeps its snapshot and map in its store's state.
 
-    ``scopes/<digest>``: a hash of the scope's keys and values, so a path never
+    ``scopes/<digest>``: a hash of the ``user_id`` for a scope of that key alone
+    (the service's layout), else of the scope's keys and values, so a path never
     holds a user id and one scope's state never serves another's.
     """
-    key = json.dumps(scope.metadata(), sort_keys=True, ensure_ascii=True)
-    return f"{SCOPES_DIR}/{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    keys = scope.metadata()
+    name = keys["user_id"] if set(keys) == {"user_id"} else json.dumps(keys, sort_keys=True)
+    return f"{SCOPES_DIR}/{hashlib.sha256(str(name).encode()).hexdigest()[:24]}"
 
 
 class MemoryStore:
@@ -1267,7 +1270,7 @@ class MemoryStore:
             state = DirectoryStateStore(directory)
         audited_here = state is None  # a view's forgetting is audited where the store's is
         if state is None and self.state is not None and target != self.scope:
-            state = self.state.child(_scope_state_path(target))
+            state = self.state.child(scope_state_path(target))
             if fallback_vocab_map is None:
                 fallback_vocab_map = self.vocab_map  # calibrated on the store it comes from
         vocab_map = load_vocab_map(state) or fallback_vocab_map

@@ -33,9 +33,9 @@ __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 logger = logging.getLogger(__name__)
 
 _BUILDS_PER_CALL = 3
+"""Builds a call tries while forgets land during them, before the grouped one (no model)."""
 _SAMPLE_PAGE = 500
 """Memories read at a time when a build samples the newest."""
-"""Builds a call tries while forgets land during them, before the grouped one (no model)."""
 
 SNAPSHOT_FILE, SNAPSHOT_META_FILE = SNAPSHOT_FILES
 SnapshotMode = Literal["pointer", "summary"]
@@ -116,7 +116,7 @@ def render(
             if not isinstance(index, int) or not 0 <= index < len(memories) or index in used:
                 continue
             item = f"\n- {_shorten(memories[index].page_content, item_chars)}"
-            if size + len(block) + len(item) > max_chars:
+            if size + len(block) + len(item) + 1 > max_chars:  # + the final line break
                 break
             used.add(index)
             block += item
@@ -335,7 +335,9 @@ def _newest_current(memory: MemoryStore, scope: Scope, limit: int) -> list[Docum
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    r"""The text's SHA-256, line breaks counted as ``\n`` (a file read back folds ``\r\n``)."""
+    folded = text.replace("\r\n", "\n").replace("\r", "\n")
+    return hashlib.sha256(folded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _digest(memories: list[Document]) -> str:

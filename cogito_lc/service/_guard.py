@@ -333,19 +333,21 @@ class LoopbackHostMiddleware:
         self.app = app
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
 
-    def _allowed(self, host: str) -> bool:
+    def _allowed(self, host: str | None) -> bool:
         from cogito_lc.service.config import is_loopback
 
+        if host is None:
+            return True
         name = host_name(host)
-        return not name or is_loopback(name) or name in self.allowed_hosts
+        return bool(name) and (is_loopback(name) or name in self.allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the ``Host`` header, then pass the request on."""
-        host = _header(scope, b"host") or ""
+        host = _header(scope, b"host")
         if scope["type"] == "http" and not self._allowed(host):
             detail = (
                 f"this server is bound to loopback and answers only requests for a loopback "
-                f"host, not {host_name(host)!r}: reach it as 127.0.0.1, or add the name to "
+                f"host, not {host_name(host or '')!r}: reach it as 127.0.0.1, or add the name to "
                 "allowed_hosts (COGITO_ALLOWED_HOSTS) when a proxy forwards it"
             )
             await _send_json(send, 421, detail, scope=scope)
@@ -361,13 +363,13 @@ def host_name(host: str) -> str:
         from cogito_lc.service._guard import host_name
 
         assert host_name("[::1]:19420") == "::1"
-        assert host_name("LocalHost:80") == "localhost"
+        assert host_name("LocalHost.:80") == "localhost"
         ```
     """
     host = host.strip().lower()
     if host.startswith("["):
         return host[1:].partition("]")[0]
-    return host.partition(":")[0]
+    return host.partition(":")[0].removesuffix(".")  # "localhost." is "localhost"
 
 
 class BodyLimitMiddleware:

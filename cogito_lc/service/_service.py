@@ -33,7 +33,6 @@ lexical index, the scope's snapshot, and an audit record.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import threading
@@ -63,14 +62,15 @@ from cogito_lc._core.transport import (
 )
 from cogito_lc._core.versions import check_as_of, is_superseded, version_filter
 from cogito_lc.memory.memory_store import (
-    SCOPES_DIR,
     AddResult,
     ForgetResult,
     MemoryConflictError,
     MemoryNotFoundError,
     MemoryStore,
     SupersessionRefusedError,
+    scope_state_path,
 )
+from cogito_lc.memory.scope import as_scope
 from cogito_lc.service._batch import PendingStore, StoreBatcher, check_pending, id_conflict
 from cogito_lc.service._dependencies import (
     CHROMA,
@@ -383,9 +383,9 @@ class MemoryService:
             return view
 
     def _scoped_memory(self, user_id: str) -> MemoryStore:
-        digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
         root = self.memory.state
-        state = root.child(f"{SCOPES_DIR}/{digest}") if root is not None else None
+        path = scope_state_path(as_scope({"user_id": user_id}))
+        state = root.child(path) if root is not None else None
         scoped = self.memory.scoped(
             {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )

@@ -497,7 +497,7 @@ class CogitoSettings(BaseSettings):
                     'without scheme or port, e.g. ["memory.internal"].'
                 )
                 raise ValueError(msg)
-        return [name.strip().lower() for name in value]
+        return [name.strip().lower().removesuffix(".") for name in value]
 
     @property
     def chat_model(self) -> str | None:

@@ -298,9 +298,10 @@ def _drop_cookie(response: Response, request: Request, name: str) -> None:
 def _position(value: str | None) -> int | None:
     """A listing's pinned ``top`` (a memory count), or None for none or a bad one."""
     try:
-        return max(0, int(value)) if value else None
+        top = int(value) if value else None
     except ValueError:
         return None
+    return top if top is not None and top >= 0 else None
 
 
 def _page_number(value: str | None) -> int:

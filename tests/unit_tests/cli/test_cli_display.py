@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import json
 import logging
 import sys
 import warnings
@@ -13,6 +14,7 @@ import pytest
 
 pytest.importorskip("typer", reason="the 'cli' extra is not installed")
 
+from fastapi.testclient import TestClient
 from langchain_chroma import Chroma
 from rich.console import Console
 
@@ -164,11 +166,15 @@ def test_a_path_the_api_lacks_is_a_wrong_url_not_a_missing_memory(
         with pytest.raises(CliError) as missing:
             client.call("GET", "/memories/not-stored")
         assert missing.value.exit_code == EXIT_NOT_FOUND
-        with pytest.raises(CliError, match="check the --server URL") as wrong:
-            client.call("GET", "/wrong/prefix/health")
-        assert wrong.value.exit_code == 1
+        with pytest.raises(CliError) as unmatched:
+            client.call("GET", "/history/a/b")  # an id holding a slash matches no route
+        assert unmatched.value.exit_code == EXIT_NOT_FOUND
         with pytest.raises(CliError, match="check the --server URL"):
             client.call("GET", "/ui/static/inspector.css")  # answered, but not JSON
+    remote = ApiClient(TestClient(app, base_url="http://127.0.0.1"), "http://127.0.0.1:19420")
+    with remote, pytest.raises(CliError, match="check the --server URL") as wrong:
+        remote.call("GET", "/wrong/prefix/health")
+    assert wrong.value.exit_code == 1
 
 
 def test_a_text_of_several_lines_keeps_its_lines_and_escapes_the_rest(
@@ -182,3 +188,22 @@ def test_a_text_of_several_lines_keeps_its_lines_and_escapes_the_rest(
     assert lines[0] == "# Snapshot"
     assert lines[2] == "- second"
     assert not [c for c in RAW_CONTROLS if c in shown.getvalue()]
+
+
+def test_raw_stream_lines_keep_the_stored_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = _capture(monkeypatch, "out")
+    text = "Ship it :rocket: [bold]now[/bold]"
+
+    cli_app._print_event("result", {"memories": [{"id": "m1", "text": text}]}, True, "q")
+
+    assert json.loads(shown.getvalue())["data"]["memories"][0]["text"] == text
+
+
+def test_only_line_feeds_break_lines_other_breaks_stay_escaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = _capture(monkeypatch, "out")
+
+    cli_app.out.print(cli_app._shown_lines("a\r\nb\x0cc\u2028d"))
+
+    assert shown.getvalue().splitlines() == ["a", "b\\x0cc\\u2028d"]

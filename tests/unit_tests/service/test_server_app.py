@@ -744,3 +744,15 @@ def test_a_server_bound_beyond_loopback_answers_any_host_name(
 def test_allowed_hosts_must_be_bare_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValidationError, match="allowed_hosts"):
         _settings(tmp_path, allowed_hosts=[name])
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [("localhost.", 200), ("localhost.:19420", 200), ("memory.internal.", 200), (":19420", 421)],
+)
+def test_a_host_name_with_a_final_dot_is_that_name_and_an_empty_one_is_refused(
+    tmp_path: Path, memory: MemoryStore, host: str, status: int
+) -> None:
+    app = create_app(_settings(tmp_path, allowed_hosts=["memory.internal."]), memory=memory)
+    with TestClient(app) as client:
+        assert client.get("/memories", headers={"Host": host}).status_code == status
