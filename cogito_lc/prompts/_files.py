@@ -182,12 +182,14 @@ def _string_field(spec: Mapping[str, Any], key: str, path: Path, *, default: str
     raise PromptFileError(msg)
 
 
-def chat_prompt(messages: Sequence[tuple[str, str]], where: str) -> ChatPromptTemplate:
+def chat_prompt(
+    messages: Sequence[tuple[str, str]], where: str, error: type[ValueError] = ValueError
+) -> ChatPromptTemplate:
     """``ChatPromptTemplate.from_messages``; a template that is not an f-string names ``where``.
 
     Raises:
-        ValueError: If a message is not a valid f-string template (a stray brace);
-            the message names ``where`` and says to write literal braces doubled.
+        ValueError: ``error``, if a message is not a valid f-string template (a stray
+            brace); the message names ``where`` and says to write literal braces doubled.
     """
     try:
         return ChatPromptTemplate.from_messages(messages)
@@ -196,19 +198,10 @@ def chat_prompt(messages: Sequence[tuple[str, str]], where: str) -> ChatPromptTe
             f"{where} is not a valid f-string template ({exc}): write a literal brace "
             "as {{ or }}, and a variable as {name}."
         )
-        raise ValueError(msg) from exc
+        raise error(msg) from exc
 
 
 def _prompt_from_spec(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptTemplate:
-    try:
-        return _spec_prompt(spec, path, root)
-    except PromptFileError:
-        raise
-    except ValueError as exc:
-        raise PromptFileError(str(exc)) from exc
-
-
-def _spec_prompt(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptTemplate:
     format_name = spec.get("template_format", "f-string")
     if format_name != "f-string":
         msg = (
@@ -218,12 +211,13 @@ def _spec_prompt(spec: Mapping[str, Any], path: Path, root: Path) -> ChatPromptT
         raise PromptFileError(msg)
     where = f"Prompt file {str(path)!r}"
     if "template" in spec or "template_file" in spec:
-        return chat_prompt([("human", _message_text(spec, path, root))], where)
+        return chat_prompt([("human", _message_text(spec, path, root))], where, PromptFileError)
     messages = spec.get("messages")
     if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
         msg = f"Prompt file {str(path)!r} needs 'template', 'template_file' or 'messages'."
         raise PromptFileError(msg)
-    return chat_prompt([_message(message, path, root) for message in messages], where)
+    messages = [_message(message, path, root) for message in messages]
+    return chat_prompt(messages, where, PromptFileError)
 
 
 def _message(message: Any, path: Path, root: Path) -> tuple[str, str]:
