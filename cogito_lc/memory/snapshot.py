@@ -220,7 +220,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             return existing
         for _ in range(_BUILDS_PER_CALL):
             forgets = memory.forgets
-            memories = _newest_current(memory, target, self.sample_size)
+            memories = _newest_current(memory, target, self.sample_size, count)
             text, method = self._text(memories)
             snapshot = _snapshot(text, count, memories, method, target)
             if dry_run or memory.state is None:
@@ -237,7 +237,8 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         """
         with memory.exclusive():
             forgets = memory.forgets
-            memories = _newest_current(memory, target, self.sample_size)
+            current = memory.count(target)  # read again: this waited for the lock
+            memories = _newest_current(memory, target, self.sample_size, current)
             text, method = self._grouped(memories, "forgotten_during_build")
             snapshot = _snapshot(text, count, memories, method, target)
             _save(memory, snapshot, forgets)
@@ -319,13 +320,14 @@ def _snapshot(
     )
 
 
-def _newest_current(memory: MemoryStore, scope: Scope, limit: int) -> list[Document]:
+def _newest_current(memory: MemoryStore, scope: Scope, limit: int, count: int) -> list[Document]:
     """The ``limit`` current memories of ``scope`` written last, oldest first.
 
-    Read from the end of the write order, a page at a time, until enough are found.
+    Read from the end of the write order (``count``, the scope's memories, is where it
+    ends), a page at a time, until enough are found.
     """
     kept: list[Document] = []
-    end = memory.count(scope)
+    end = count
     while end > 0 and len(kept) < limit:
         start = max(0, end - _SAMPLE_PAGE)
         page = memory.list(scope, limit=end - start, offset=start)
