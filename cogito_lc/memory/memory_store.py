@@ -1289,7 +1289,7 @@ class MemoryStore:
             forget_margin=self.forget_margin,
             forget_similarity=self.forget_similarity,
         )
-        if audited_here or view.state is None:
+        if audited_here:
             view._audit_state = self._audit_state
         # the snapshots of the stores it was made from cover its scope: its forgets drop them
         parent = () if self.state is None else (self.state,)

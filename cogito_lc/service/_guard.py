@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Match, Mount
 from starlette.staticfiles import StaticFiles
 
 from cogito_lc.service._schemas import FieldError, ValidationErrorResponse, readable_message
+from cogito_lc.service.config import is_loopback
 
 __all__ = [
     "JSONRPC_PATHS",
@@ -334,8 +335,6 @@ class LoopbackHostMiddleware:
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
 
     def _allowed(self, host: str | None) -> bool:
-        from cogito_lc.service.config import is_loopback
-
         if host is None:
             return True
         name = host_name(host)
