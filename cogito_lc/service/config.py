@@ -68,6 +68,7 @@ from pydantic_settings import (
 
 from cogito_lc._core.validation import check_similarity_floor
 from cogito_lc.extraction.llm_extractor import StructuredOutputMode
+from cogito_lc.prompts import PROMPTS_DIR_ENV_VAR
 
 __all__ = [
     "CHAT_PROVIDERS",
@@ -99,6 +100,27 @@ DEFAULT_PROVIDER = "ollama"
 MIN_API_TOKEN_CHARS = 16
 """Shortest ``api_token`` accepted without a warning, and on a non-loopback ``host``
 without ``allow_short_token``."""
+
+_NUMBER_FIELDS = (
+    "port",
+    "max_body_bytes",
+    "max_text_chars",
+    "max_query_chars",
+    "max_concurrent_requests",
+    "mcp_stream_idle_timeout_ms",
+    "mcp_max_streams_per_token",
+    "worker_threads",
+    "filter_timeout_ms",
+    "chroma_port",
+    "recall_limit",
+    "query_limit",
+    "recall_threshold",
+    "query_threshold",
+)
+"""Numeric settings, where JSON's ``true`` would otherwise be read as 1."""
+
+_OTHER_ENV_VARS = frozenset({PROMPTS_DIR_ENV_VAR})
+"""``COGITO_*`` variables read elsewhere than the settings."""
 
 _config_files: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
     "cogito_config_files", default=None
@@ -393,6 +415,29 @@ class CogitoSettings(BaseSettings):
             raise ValueError(msg)
         return value
 
+    @field_validator(*_NUMBER_FIELDS, mode="before")
+    @classmethod
+    def _refuse_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool):
+            msg = f"{info.field_name} must be a number, got {str(value).lower()}."
+            raise ValueError(msg)  # noqa: TRY004 - pydantic reports ValueError as a field error
+        return value
+
+    @field_validator("filter_endpoint", "ollama_url", mode="before")
+    @classmethod
+    def _check_http_url(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip() and info.field_name == "filter_endpoint":
+            return None
+        if not re.match(r"^https?://[^/\s]", value.strip()):
+            msg = (
+                f"{info.field_name} must be an http:// or https:// URL, "
+                "such as http://127.0.0.1:8080/v1."
+            )
+            raise ValueError(msg)
+        return value.strip()
+
     @model_validator(mode="after")
     def _qdrant_url_picks_qdrant(self) -> CogitoSettings:
         if self.qdrant_url:
@@ -665,6 +710,7 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Co
         files: tuple[Path, ...] = (path,)
     else:
         files = default_config_files()
+    _warn_unknown_variables(CogitoSettings)
     with _files(files):
         try:
             return CogitoSettings(**overrides)
@@ -672,6 +718,23 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Co
             raise ConfigError(_describe(exc, files, overrides)) from None
         except SettingsError as exc:
             raise ConfigError(_describe_settings_error(exc)) from None
+
+
+def _warn_unknown_variables(settings_cls: type[BaseSettings]) -> None:
+    """Warn of a ``COGITO_*`` variable no setting reads: most often a misspelled name."""
+    known = {f"{ENV_PREFIX}{name}".upper() for name in settings_cls.model_fields}
+    known |= {name.upper() for name in _setting_names(settings_cls)} | _OTHER_ENV_VARS
+    for name in os.environ:
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        warnings.warn(
+            f"environment variable {name} is not a cogito setting and is ignored{hint}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _source_of(key: str, files: Sequence[Path], overrides: Mapping[str, Any]) -> str:

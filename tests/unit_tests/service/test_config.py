@@ -128,6 +128,54 @@ def test_unknown_key_is_an_error_with_a_suggestion(places: tuple[Path, Path]) ->
         load_settings()
 
 
+def test_a_misspelled_environment_variable_warns_with_a_suggestion(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COGITO_RECAL_LIMIT", "5")
+    with pytest.warns(
+        UserWarning,
+        match=r"COGITO_RECAL_LIMIT is not a cogito setting .* "
+        r"did you mean COGITO_RECALL_LIMIT\?",
+    ):
+        settings = load_settings()
+    assert settings.recall_limit == 50
+
+
+def test_known_environment_variables_do_not_warn(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COGITO_RECALL_LIMIT", "5")
+    monkeypatch.setenv("COGITO_ANTHROPIC_API_KEY", "")
+    monkeypatch.setenv("COGITO_PROMPTS_DIR", str(places[0].parent))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_settings().recall_limit == 5
+
+
+@pytest.mark.parametrize("key", ["port", "recall_limit", "recall_threshold", "worker_threads"])
+def test_a_boolean_is_not_a_number(places: tuple[Path, Path], key: str) -> None:
+    _write(places[0], {key: True})
+    with pytest.raises(ConfigError, match=f"key {key!r}.*must be a number, got true"):
+        load_settings()
+
+
+@pytest.mark.parametrize("url", ["localhost:8080", "ftp://gw", "http://", " "])
+def test_a_model_endpoint_must_be_an_http_url(places: tuple[Path, Path], url: str) -> None:
+    _write(places[0], {"ollama_url": url})
+    with pytest.raises(ConfigError, match="ollama_url must be an http:// or https:// URL"):
+        load_settings()
+
+
+def test_a_filter_endpoint_is_checked_and_a_blank_one_is_none(places: tuple[Path, Path]) -> None:
+    _write(places[0], {"filter_endpoint": "127.0.0.1:8080/v1"})
+    with pytest.raises(ConfigError, match="filter_endpoint must be an http:// or https:// URL"):
+        load_settings()
+    _write(places[0], {"filter_endpoint": "  "})
+    assert load_settings().filter_endpoint is None
+    _write(places[0], {"filter_endpoint": " http://127.0.0.1:8080/v1 "})
+    assert load_settings().filter_endpoint == "http://127.0.0.1:8080/v1"
+
+
 def test_config_path_that_is_a_directory_says_so(places: tuple[Path, Path], tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"is a directory; pass the path of a JSON file"):
         load_settings(tmp_path)
