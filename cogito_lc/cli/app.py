@@ -486,6 +486,8 @@ def calibrate(
     for phrase, terms in (answer.get("vocab_map") or {}).items():
         out.print(_shown(f"{phrase} -> {', '.join(terms)}"))
     err.print(f"method: {answer.get('method')}")
+    if answer.get("saved") and answer.get("in_use") is False:
+        err.print("saved, not in use: the vocab_map setting is configured and wins")
 
 
 @app.command()

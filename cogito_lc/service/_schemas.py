@@ -752,6 +752,9 @@ class CalibrateResponse(BaseModel):
     method: str
     path: str | None
     saved: bool
+    in_use: bool = False
+    """Whether recall now uses the map: false for a dry run, an empty map, or when the
+    ``vocab_map`` setting is configured (it wins; the map is saved for when it is removed)."""
     dropped: list[str]
 
 

@@ -389,6 +389,8 @@ class MemoryService:
         scoped = self.memory.scoped(
             {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )
+        if self.options.vocab_map is not None:  # the setting wins over a calibrated map
+            scoped.vocab_map = {k: list(v) for k, v in self.options.vocab_map.items()}
         # A view judges and forgets as the store it comes from.
         scoped.judge = self.memory.judge
         scoped.supersession_candidates = self.memory.supersession_candidates
@@ -798,18 +800,32 @@ class MemoryService:
         )
         return builder.build(view.memory, rebuild=rebuild, dry_run=dry_run)
 
-    def calibrate(self, view: ScopeView, dry_run: bool) -> Any:
-        """Calibrate the scope's vocabulary map; retrievers pick it up on their next use."""
+    def calibrate(self, view: ScopeView, dry_run: bool) -> tuple[Any, bool]:
+        """Calibrate the scope's vocabulary map; retrievers pick it up on their next use.
+
+        Returns:
+            The result, and whether recall now uses the map: not when it is a
+            dry run or the ``vocab_map`` setting is configured, which wins.
+        """
         from cogito_lc.memory.calibrate import VocabCalibrator
 
         calibrator = VocabCalibrator.from_llm(
             self.options.extract_llm, structured_output=self.options.structured_output
         )
+        configured = self.options.vocab_map
         result = calibrator.calibrate(view.memory, dry_run=dry_run)
-        if not dry_run and result.vocab_map:
-            with self._lock:
-                view.retrievers.clear()
-        return result
+        if dry_run or not result.vocab_map:
+            return result, False
+        if configured is not None:
+            view.memory.vocab_map = {k: list(v) for k, v in configured.items()}
+            logger.warning(
+                "calibrated vocabulary map saved but not used: the vocab_map setting is "
+                "configured and wins; remove it to recall with the calibrated map"
+            )
+            return result, False
+        with self._lock:
+            view.retrievers.clear()
+        return result, True
 
 
 def _tag(docs: Sequence[Document], key: str) -> str | None:

@@ -618,13 +618,14 @@ def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth
         """Calibrate the scope's vocabulary map from a sample of its memories."""
         request = body or CalibrateRequest()
         view = scopes.view(header_user, request)
-        result = await service.job(service.calibrate, view, request.dry_run)
+        result, in_use = await service.job(service.calibrate, view, request.dry_run)
         return CalibrateResponse(
             vocab_map=result.vocab_map,
             count=len(result.vocab_map),
             method=result.method,
             path=service.public_path(result.path),
             saved=result.path is not None,
+            in_use=in_use,
             dropped=list(result.dropped),
         )
 

@@ -756,3 +756,38 @@ def test_a_host_name_with_a_final_dot_is_that_name_and_an_empty_one_is_refused(
     app = create_app(_settings(tmp_path, allowed_hosts=["memory.internal."]), memory=memory)
     with TestClient(app) as client:
         assert client.get("/memories", headers={"Host": host}).status_code == status
+
+
+def test_a_configured_vocab_map_wins_over_a_calibrated_one(tmp_path: Path, chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, data_dir=tmp_path / "data")
+    configured = {"how fast": ["latency"]}
+    calibrated = json.dumps({"database": ["postgres"]})
+    app = create_app(_settings(tmp_path, vocab_map=configured), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
+        test_client.post("/store", json={"text": "Billing runs on postgres."})
+        service = test_client.app.state.service  # type: ignore[attr-defined]
+        service.options.extract_llm = FakeListChatModel(responses=[calibrated])
+        answer = test_client.post("/calibrate", json={}).json()
+        view = service.view("agent")
+    assert (answer["vocab_map"], answer["saved"], answer["in_use"]) == (
+        {"database": ["postgres"]},
+        True,
+        False,
+    )
+    assert view.memory.vocab_map == configured  # recall keeps the configured map
+
+
+def test_a_calibrated_map_is_in_use_without_a_configured_one(
+    tmp_path: Path, chroma: Chroma
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, data_dir=tmp_path / "data")
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
+        test_client.post("/store", json={"text": "Billing runs on postgres."})
+        service = test_client.app.state.service  # type: ignore[attr-defined]
+        reply = json.dumps({"database": ["postgres"]})
+        service.options.extract_llm = FakeListChatModel(responses=[reply, reply])
+        dry = test_client.post("/calibrate", json={"dry_run": True}).json()
+        answer = test_client.post("/calibrate", json={}).json()
+    assert (dry["saved"], dry["in_use"]) == (False, False)
+    assert (answer["saved"], answer["in_use"]) == (True, True)
