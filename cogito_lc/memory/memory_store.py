@@ -7,6 +7,7 @@ import builtins
 import hashlib
 import json
 import logging
+import math
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -121,6 +122,9 @@ VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MAX_ID_SUFFIXES = 100
+"""How many other ids a text may take when edited memories hold its own (``<id>-2``...)."""
 
 _STAGE_ONE_K = 100
 """How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
@@ -1816,6 +1820,30 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
             )
             raise ValueError(msg)  # noqa: TRY004 - bad input data, same class as other checks
         check_unicode(key, name=f"metadata key {key!r}")
-        if isinstance(value, str):
-            check_unicode(value, name=f"metadata[{key!r}]")
+        _check_metadata_key(key)
+        _check_metadata_value(key, value)
     return dict(metadata)
+
+
+def _check_metadata_key(key: str) -> None:
+    if not key or key.startswith("$"):
+        msg = (
+            f"metadata key {key!r} is empty or starts with '$', which vector stores "
+            "refuse or read as an operator; rename it."
+        )
+        raise ValueError(msg)
+
+
+def _check_metadata_value(key: str, value: Any) -> None:
+    """Refuse what some backends would store altered: the same input works on every one."""
+    if isinstance(value, str):
+        check_unicode(value, name=f"metadata[{key!r}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        msg = f"metadata[{key!r}] is {value}; store a finite number or a string instead."
+        raise ValueError(msg)
+    elif isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        msg = (
+            f"metadata[{key!r}] is outside the 64-bit integer range every backend "
+            "stores; store it as a string (str(value)) instead."
+        )
+        raise ValueError(msg)

@@ -7,9 +7,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from cogito_lc._core.metadata import SCOPE_KEYS
+from cogito_lc._core.validation import check_unicode
 
 __all__ = ["SCOPE_KEYS", "Scope", "ScopeLike", "as_scope", "memory_id", "normalise_text"]
 
@@ -37,6 +38,16 @@ class Scope(BaseModel):
     """The agent within a tenant."""
     run_id: str | None = None
     """One run or session of an agent."""
+
+    @field_validator(*SCOPE_KEYS)
+    @classmethod
+    def _check_value(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            msg = f"scope key {info.field_name!r} must be a non-empty string, got {value!r}."
+            raise ValueError(msg)
+        return check_unicode(value, name=f"scope key {info.field_name!r}")
 
     def items(self) -> list[tuple[str, str]]:
         """The keys this scope sets, with their values."""
@@ -88,8 +99,10 @@ def as_scope(value: Scope | Mapping[str, Any] | None, default: Scope | None = No
             raise ValueError(msg)
     try:
         return Scope(**value)
-    except ValidationError as exc:  # pragma: no cover - guarded above
-        raise ValueError(str(exc)) from exc
+    except ValidationError as exc:
+        raise ValueError(
+            exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        ) from None
 
 
 ScopeLike = Scope | Mapping[str, Any] | None

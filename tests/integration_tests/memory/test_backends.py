@@ -106,6 +106,37 @@ def test_the_same_text_twice_is_one_memory(backend: Backend) -> None:
     assert memory.count() == 1
 
 
+def test_an_edited_memorys_former_text_can_be_stored_again(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    first = memory.store("The budget cap is 40k EUR.")
+    memory.update(first.id or "", "The budget cap is 50k EUR.")
+    again = memory.store("The budget cap is 40k EUR.")
+    twice = memory.store("The budget cap is 40k EUR.")
+    assert again.id != first.id
+    assert twice.id == again.id
+    assert sorted(d.page_content for d in memory.list()) == [
+        "The budget cap is 40k EUR.",
+        "The budget cap is 50k EUR.",
+    ]
+
+
+def test_listing_keeps_the_order_of_writing_through_an_update(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    texts = [f"Runbook step {n}: check the {word} dashboard." for n, word in enumerate("abcdefgh")]
+    ids = memory.store_many(texts)
+    assert [d.page_content for d in memory.list()] == texts
+    memory.update(ids[0], "Runbook step 0: check the status page first.")
+    assert [d.id for d in memory.list()] == ids
+
+
+def test_the_widest_integers_come_back_as_stored(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    doc = memory.store("Counters at their limits.", metadata={"hi": 2**63 - 1, "lo": -(2**63)})
+    stored = memory.get(doc.id or "")
+    assert stored is not None
+    assert (stored.metadata["hi"], stored.metadata["lo"]) == (2**63 - 1, -(2**63))
+
+
 def test_versions_supersede_without_rewriting(backend: Backend) -> None:
     memory = backend.open(scope={"user_id": "alice"})
     old = memory.store("I live in Austin, Texas.")

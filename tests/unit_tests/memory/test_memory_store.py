@@ -15,7 +15,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
 from cogito_lc.memory.memory_store import MemoryConflictError
-from cogito_lc.memory.scope import memory_id
+from cogito_lc.memory.scope import as_scope, memory_id
 from tests.unit_tests.conftest import HashEmbeddings
 
 
@@ -88,6 +88,12 @@ def test_store_many_validates_everything_before_writing(memory: MemoryStore) -> 
         ({"text": "ok", "metadata": {"tags": ["a"]}}, ValueError, "metadata\\['tags'\\]"),
         ({"text": "ok", "metadata": {"obj": object()}}, ValueError, "serialise"),
         ({"text": "ok", "scope": {"tenant": "x"}}, ValueError, "unknown scope key"),
+        ({"text": "ok", "metadata": {"reading": float("nan")}}, ValueError, "finite number"),
+        ({"text": "ok", "metadata": {"reading": float("-inf")}}, ValueError, "finite number"),
+        ({"text": "ok", "metadata": {"big": 2**63}}, ValueError, "64-bit integer"),
+        ({"text": "ok", "metadata": {"small": -(2**63) - 1}}, ValueError, "64-bit integer"),
+        ({"text": "ok", "metadata": {"": 1}}, ValueError, "empty or starts with"),
+        ({"text": "ok", "metadata": {"$in": 1}}, ValueError, "empty or starts with"),
         ({"text": 42}, TypeError, "text must be a str"),
     ],
 )
@@ -98,6 +104,21 @@ def test_bad_input_is_a_clear_error_and_no_write(
     with pytest.raises(error, match=match):
         memory.store(**kwargs)
     assert memory.count() == 0
+
+
+def test_the_widest_integers_every_backend_stores_are_kept(memory: MemoryStore) -> None:
+    doc = memory.store("Counters at their limits.", metadata={"hi": 2**63 - 1, "lo": -(2**63)})
+    stored = memory.get(doc.id or "")
+    assert stored is not None
+    assert (stored.metadata["hi"], stored.metadata["lo"]) == (2**63 - 1, -(2**63))
+
+
+@pytest.mark.parametrize("value", ["", "  ", "a\x00b", "a\ud800b"])
+def test_a_scope_value_every_backend_cannot_hold_is_refused_however_given(value: str) -> None:
+    with pytest.raises(ValueError, match="scope key 'run_id'"):
+        Scope(run_id=value)
+    with pytest.raises(ValueError, match="scope key 'run_id'"):
+        as_scope({"run_id": value})
 
 
 def test_update_reembeds_keeps_created_at_sets_updated_at(memory: MemoryStore) -> None:
