@@ -1419,20 +1419,17 @@ class MemoryStore:
             MemoryConflictError: If an id is held by a memory of another scope or
                 with other text; nothing of the batch is written then.
         """
-        ids = [doc.id or "" for doc in documents]
         with self._lock:
-            existing = {doc.id: doc for doc in self._existing(list(dict.fromkeys(ids)))}
+            wanted = list(dict.fromkeys(doc.id or "" for doc in documents))
+            existing = {doc.id: doc for doc in self._existing(wanted)}
             fresh: dict[str, Document] = {}
             for doc in documents:
                 held = existing.get(doc.id)
+                if held is not None and not _same_memory(held, doc):
+                    held = self._next_free_id(doc, existing)
                 if held is None:
                     fresh.setdefault(doc.id or "", doc)
-                elif not _same_memory(held, doc):
-                    msg = (
-                        f"id {doc.id!r} is already used by another memory; omit the id "
-                        "(ids default to a hash of scope and text) or use update()."
-                    )
-                    raise MemoryConflictError(msg)
+            ids = [doc.id or "" for doc in documents]
             if fresh:
                 self._mark_pending(list(fresh))
                 written = self._store.add_new(
@@ -1443,6 +1440,35 @@ class MemoryStore:
                     self._lexical.upsert([fresh[i] for i in fresh if i in written])
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
+
+    def _next_free_id(self, doc: Document, existing: dict[str, Document]) -> Document | None:
+        """Move ``doc`` off an id an edited memory holds: the first free id of its text.
+
+        Only a derived id moves (:func:`memory_id` of the text): the memory stored
+        under it was edited by :meth:`update` and keeps its id, and its former text
+        may be stored again. The text stored twice is still one memory.
+
+        Returns:
+            The memory already stored under the new id (the same one), or None.
+
+        Raises:
+            MemoryConflictError: If the id was given, or no free id was found.
+        """
+        base = doc.id or ""
+        if base == memory_id(doc.page_content, _scope_of(doc.metadata)):
+            for number in range(2, 2 + _MAX_ID_SUFFIXES):
+                doc.id = f"{base}-{number}"
+                held = existing.get(doc.id) or next(iter(self._existing([doc.id])), None)
+                if held is None or _same_memory(held, doc):
+                    if held is not None:
+                        existing[doc.id] = held
+                    return held
+            doc.id = base
+        msg = (
+            f"id {base!r} is already used by another memory; omit the id "
+            "(ids default to a hash of scope and text) or use update()."
+        )
+        raise MemoryConflictError(msg)
 
     def _raced(
         self, fresh: Mapping[str, Document], written: set[str]
@@ -1794,6 +1820,11 @@ def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:
     """Whether the model answered with an empty list on purpose (nothing dropped)."""
     answered = result.method in {ExtractionMethod.STRUCTURED, ExtractionMethod.TEXT}
     return answered and result.dropped == 0 and result.value == []
+
+
+def _scope_of(metadata: Mapping[str, Any]) -> Scope:
+    """The scope a memory was written in, from its metadata."""
+    return Scope(**{key: metadata[key] for key in SCOPE_KEYS if metadata.get(key) is not None})
 
 
 def _same_memory(held: Document, new: Document) -> bool:
