@@ -556,7 +556,7 @@ def open_postgres_store(
     url: str | PostgresDatabase,
     embeddings: Embeddings,
     *,
-    collection: str = "cogito_memories",
+    collection: str = "cogito_memory",
 ) -> VectorStore:
     """A ``PGVectorStore`` over the memories table ``collection``, created if needed.
 
@@ -888,25 +888,37 @@ class PostgresAdapter(BatchedSearchAdapter):
             return set()
         if vectors is None:
             vectors = self._embedded(documents)
-        placeholders = ", ".join(["%s"] * (4 + len(COLUMNS)))
+        placeholders = ", ".join(["%s"] * (5 + len(COLUMNS)))
         names = ", ".join(
             ["id", "content", "embedding", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"]
         )
-        rows = []
-        for doc, vector in zip(documents, vectors, strict=True):
-            columns = [_as_text(doc.metadata.get(c)) for c in COLUMNS]
-            extra = {k: v for k, v in doc.metadata.items() if k not in COLUMNS}
-            vector_array = np.asarray(vector, dtype=np.float32)
-            rows.append([doc.id, doc.page_content, vector_array, *columns, json.dumps(extra)])
-        rows.sort(key=lambda row: str(row[0]))  # one lock order: concurrent batches never deadlock
-        values = ", ".join([f"({placeholders})"] * len(rows))
         with self.database.connection() as conn:
+            rows = []
+            for doc, vector, seq in zip(
+                documents, vectors, self._next_seqs(conn, len(documents)), strict=True
+            ):
+                columns = [_as_text(doc.metadata.get(c)) for c in COLUMNS]
+                extra = {k: v for k, v in doc.metadata.items() if k not in COLUMNS}
+                vector_array = np.asarray(vector, dtype=np.float32)
+                rows.append(
+                    [doc.id, doc.page_content, vector_array, *columns, json.dumps(extra), seq]
+                )
+            rows.sort(key=lambda row: str(row[0]))  # one lock order: batches never deadlock
+            values = ", ".join([f"({placeholders})"] * len(rows))
             found = conn.execute(
-                f"INSERT INTO {self.table} ({names}) VALUES {values} "  # noqa: S608
+                f"INSERT INTO {self.table} ({names}, seq) VALUES {values} "  # noqa: S608
                 "ON CONFLICT (id) DO NOTHING RETURNING id",
                 [value for row in rows for value in row],
             ).fetchall()
         return {row[0] for row in found}
+
+    def _next_seqs(self, conn: Any, count: int) -> list[int]:
+        """``count`` values of the table's insertion order, ascending: one per document."""
+        found = conn.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, 'seq')) FROM generate_series(1, %s)",
+            (self.table, count),
+        ).fetchall()
+        return sorted(int(row[0]) for row in found)
 
     # -- searches -----------------------------------------------------------------
 

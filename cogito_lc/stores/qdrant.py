@@ -142,14 +142,24 @@ def _define_store_class() -> type[VectorStore]:
             given = list(ids) if ids else [None] * len(texts)
             doc_ids: list[str | int] = [uuid.uuid4().hex if i is None else i for i in given]
             metas = metadatas or [{} for _ in texts]
+            seqs: list[int] | None = kwargs.pop("seqs", None)  # places kept by a rewrite
             for start in range(0, len(texts), batch_size):
                 stop = start + batch_size
-                points = self._points(texts[start:stop], metas[start:stop], doc_ids[start:stop])
+                places = (
+                    _SEQUENCE.take(len(texts[start:stop])) if seqs is None else seqs[start:stop]
+                )
+                points = self._points(
+                    texts[start:stop], metas[start:stop], doc_ids[start:stop], places
+                )
                 self.client.upsert(self.collection_name, points=points, wait=True, **kwargs)
             return doc_ids
 
         def _points(
-            self, texts: list[str], metadatas: list[dict[str, Any]], ids: list[str | int]
+            self,
+            texts: list[str],
+            metadatas: list[dict[str, Any]],
+            ids: list[str | int],
+            seqs: list[int],
         ) -> list[Any]:
             vectors = self._require_embeddings("add_texts").embed_documents(texts)
             return [
@@ -164,7 +174,7 @@ def _define_store_class() -> type[VectorStore]:
                     },
                 )
                 for text, metadata, doc_id, vector, seq in zip(
-                    texts, metadatas, ids, vectors, _SEQUENCE.take(len(texts)), strict=True
+                    texts, metadatas, ids, vectors, seqs, strict=True
                 )
             ]
 
@@ -247,7 +257,7 @@ def open_qdrant_store(
     path: str | Path | None = None,
     url: str | None = None,
     api_key: str | None = None,
-    collection: str = "cogito_memories",
+    collection: str = "cogito_memory",
     client: QdrantClient | None = None,
 ) -> VectorStore:
     """A :class:`CogitoQdrantVectorStore` over the collection ``collection``, created if needed.
@@ -642,6 +652,18 @@ class QdrantAdapter(BatchedSearchAdapter):
                 update_mode=models.UpdateMode.INSERT_ONLY,
             )
         return {doc.id or "" for doc in new}
+
+    def replace(self, document: Document, vector: Sequence[float] | None = None) -> None:
+        """Write ``document`` over the point holding its id, in that point's place in order."""
+        del vector  # vectors_for gives none here
+        doc_id = document.id or ""
+        held = self.client.retrieve(self.collection, [point_id(doc_id)], with_payload=[SEQ_KEY])
+        self.store.add_texts(
+            [document.page_content],
+            [dict(document.metadata)],
+            ids=[doc_id],
+            **({"seqs": [_seq(held[0])]} if held else {}),
+        )
 
     def set_metadata(
         self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
