@@ -369,7 +369,7 @@ class MemoryStore:
         url: str,
         *,
         embeddings: Embeddings,
-        collection: str = "cogito_memories",
+        collection: str = "cogito_memory",
         **kwargs: Any,
     ) -> MemoryStore:
         """A MemoryStore over a Postgres database with pgvector (``langchain-postgres``).
@@ -423,7 +423,7 @@ class MemoryStore:
         path: str | Path | None = None,
         url: str | None = None,
         api_key: str | None = None,
-        collection: str = "cogito_memories",
+        collection: str = "cogito_memory",
         **kwargs: Any,
     ) -> MemoryStore:
         """A MemoryStore over Qdrant (``langchain-qdrant``): embedded at ``path``, or a server.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -527,3 +528,18 @@ def test_database_url_must_be_postgres(
         load_settings()
     assert "COGITO_DATABASE_URL" in str(caught.value)
     assert "pg-secret-value" not in str(caught.value)
+
+
+def test_the_library_and_the_service_open_the_same_collection_by_default() -> None:
+    from cogito_lc import MemoryStore
+    from cogito_lc.stores.postgres import open_postgres_store
+    from cogito_lc.stores.qdrant import open_qdrant_store
+
+    service_default = CogitoSettings.model_fields["collection"].default
+    for opener in (
+        MemoryStore.from_database_url,
+        MemoryStore.from_qdrant,
+        open_postgres_store,
+        open_qdrant_store,
+    ):
+        assert inspect.signature(opener).parameters["collection"].default == service_default

@@ -316,7 +316,7 @@ def test_a_store_without_a_directory_keeps_its_state_in_qdrant() -> None:
     [record] = memory.forget_log
     names = [
         str(point.payload["name"])
-        for point in store.client.scroll("cogito_memories-cogito-state", limit=100)[0]  # type: ignore[attr-defined]
+        for point in store.client.scroll("cogito_memory-cogito-state", limit=100)[0]  # type: ignore[attr-defined]
     ]
     [name] = [n for n in names if n.startswith("forget-audit-")]
     again = MemoryStore(store, scope={"user_id": "alice"})  # another process on the server
@@ -615,7 +615,7 @@ def test_warm_up_readies_a_reopened_collection_and_its_scope(
     )
     store.client.close()  # type: ignore[attr-defined]
     reopened = open_qdrant_store(EMBEDDINGS, path=tmp_path)  # vectors read back as float64
-    local = reopened.client._client.collections["cogito_memories"]  # type: ignore[attr-defined]
+    local = reopened.client._client.collections["cogito_memory"]  # type: ignore[attr-defined]
     assert local.vectors[""].dtype != np.float32
     memory = MemoryStore(reopened, scope={"user_id": "u1"})
     memory.warm_up()
