@@ -55,6 +55,7 @@ from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
 from cogito_lc.prompts.registry import PromptRegistry, PromptVariablesError
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.retrievers.recall_b import RecallB
+from cogito_lc.stores import DatabaseUnavailableError, WriteLockTimeoutError
 
 try:
     __version__ = _importlib_metadata.version("cogito-lc")
@@ -70,6 +71,7 @@ __all__ = [
     "AddResult",
     "CalibrationResult",
     "CogitoRetriever",
+    "DatabaseUnavailableError",
     "ExtractionMethod",
     "ExtractionResult",
     "Fact",
@@ -104,6 +106,7 @@ __all__ = [
     "SupersessionMethod",
     "SupersessionRefusedError",
     "VocabCalibrator",
+    "WriteLockTimeoutError",
     "__version__",
     "load_snapshot",
     "local_embeddings",

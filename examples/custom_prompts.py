@@ -22,7 +22,7 @@ llm = FakeListChatModel(responses=["[]"])
 # 1. Through a builder: the prompt must keep {text}; other variables are optional.
 billing = (
     FactExtractor.builder(llm)
-    .prompt_template("List the billing facts in this output as a JSON array:\n{text}")
+    .prompt("List the billing facts in this output as a JSON array:\n{text}")
     .build()
 )
 print("builder prompt:\n ", billing.prompt.format(text="Invoices are monthly."), "\n")

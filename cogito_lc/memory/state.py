@@ -124,7 +124,6 @@ class PostgresStateStore:
         ```python
         # needs: a Postgres database
         from cogito_lc.stores.postgres import PostgresDatabase
-    from cogito_lc.stores.qdrant import point_id
         from cogito_lc.memory.state import PostgresStateStore
 
         state = PostgresStateStore(PostgresDatabase("postgresql://me:secret@db/app"), "notes/")

@@ -195,7 +195,7 @@ class PromptEntry:
 
         entry = PromptRegistry().entry("fact_extraction")
         entry.name, entry.version, entry.source
-        # ('fact_extraction', '1', 'builtin')
+        # ('fact_extraction', '2', 'builtin')
         ```
     """
 

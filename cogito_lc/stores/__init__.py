@@ -42,6 +42,7 @@ from cogito_lc.stores.lexical_index import (
     lexical_terms,
 )
 from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
+from cogito_lc.stores.postgres import DatabaseUnavailableError, WriteLockTimeoutError
 from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
 from cogito_lc.stores.qdrant import QdrantAdapter, open_qdrant_store
 from cogito_lc.stores.sqlite_fts import SqliteLexicalIndex
@@ -53,6 +54,7 @@ __all__ = [
     "Bm25Index",
     "Bm25LexicalIndex",
     "ChromaAdapter",
+    "DatabaseUnavailableError",
     "InMemoryAdapter",
     "LexicalHit",
     "LexicalIndex",
@@ -65,6 +67,7 @@ __all__ = [
     "StoreAdapter",
     "StoredVectors",
     "Vector",
+    "WriteLockTimeoutError",
     "adapter_for",
     "check_filterable",
     "cosine_scores",

@@ -128,6 +128,7 @@ EXAMPLES = _examples()
 def test_docstring_example_runs(
     example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    code = compile(example.code, f"<example {example.id}>", "exec")  # even one it skips
     if example.needs:
         pytest.skip(f"needs {example.needs}")
     monkeypatch.chdir(tmp_path)
@@ -136,7 +137,6 @@ def test_docstring_example_runs(
     for name in [n for n in os.environ if n.startswith("COGITO_")]:
         monkeypatch.delenv(name)
 
-    code = compile(example.code, f"<example {example.id}>", "exec")
     try:
         exec(code, {"__name__": "__example__"})  # noqa: S102 - the package's own examples
     except ImportError as exc:
