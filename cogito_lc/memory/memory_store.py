@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -270,6 +271,8 @@ class MemoryStore:
 
     _covering_states: tuple[StateStore, ...] = ()
     """The states of the stores a view was made from (:meth:`scoped`)."""
+    _view_root: tuple[StateStore | None, Scope] | None = None
+    """A view's :attr:`_root`, set by :meth:`scoped`."""
 
     def __init__(
         self,
@@ -782,15 +785,10 @@ class MemoryStore:
                 roots, method = self._forget_ids(ids or [], target), "ids"
             else:
                 roots, method = self._still_stored(matched, checked or "", target), "matched"
-            forgotten = list(
-                dict.fromkeys(
-                    doc.id or ""
-                    for root in roots
-                    for doc in version_chain(self._store, root, target)
-                )
-            )
+            chains = [doc for root in roots for doc in version_chain(self._store, root, target)]
+            forgotten = list(dict.fromkeys(doc.id or "" for doc in chains))
             self._delete(forgotten, target)
-            self._drop_snapshot()
+            self._drop_snapshot({_scope_of(doc.metadata) for doc in chains})
         record = self._audit(forgotten, target, reason)
         return ForgetResult(forgotten, method, record)
 
@@ -839,16 +837,49 @@ class MemoryStore:
     def _embeddings(self) -> Embeddings | None:
         return self.vectorstore.embeddings
 
-    def _drop_snapshot(self) -> None:
-        """Drop the saved snapshots that may hold what was forgotten.
+    @property
+    def _root(self) -> tuple[StateStore | None, Scope]:
+        """The state and scope of the store views are made from (this one unless a view).
 
-        This store's, and those of the stores it was made from (their scopes hold its own).
+        Every view of one scope, however it was reached, keeps its state in one
+        place there: ``scopes/<digest>`` of the root's state.
         """
+        return self._view_root or (self.state, self.scope)
+
+    def _drop_snapshot(self, scopes: Iterable[Scope]) -> None:
+        """Drop the saved snapshots that may hold what was forgotten, from ``scopes``.
+
+        This store's, those of the stores it was made from (their scopes hold its
+        own), and those of every view of the root store whose scope holds one of
+        ``scopes``, narrower views of this one included.
+        """
+        root_state, root_scope = self._root
+        views = (
+            []
+            if root_state is None
+            else [
+                root_state.child(scope_state_path(view))
+                for view in {v for scope in scopes for v in _views_holding(scope, root_scope)}
+            ]
+        )
         with self._lock:
             self._guard.forgets += 1
-            for state in (self.state, *self._covering_states):
+            for state in (self.state, *self._covering_states, *views):
                 if state is not None:
                     state.delete(SNAPSHOT_FILES)
+
+    def _scopes_within(self, scope: Scope) -> set[Scope]:
+        """The scopes memories of ``scope`` were written in (``scope`` and narrower ones)."""
+        unset = [key for key in SCOPE_KEYS if getattr(scope, key) is None]
+        found = {scope}
+        for size in range(1, len(unset) + 1):
+            for keys in itertools.combinations(unset, size):
+                counted = self._store.scope_counts(keys, scope.where())
+                found.update(
+                    Scope(**scope.metadata(), **dict(zip(keys, values, strict=True)))
+                    for values in counted.counts
+                )
+        return found
 
     @property
     def _lock(self) -> threading.RLock:
@@ -1028,9 +1059,9 @@ class MemoryStore:
         """
         target = as_scope(scope, self.scope)
         with self.exclusive():
-            self._require(id, target)
+            held = self._require(id, target)
             self._delete([id], target)
-            self._drop_snapshot()
+            self._drop_snapshot({_scope_of(held.metadata)})
         self._audit([id], target, "delete")
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -1042,8 +1073,9 @@ class MemoryStore:
         self._store.check_filters_by_metadata("MemoryStore.delete_scope")
         with self.exclusive():
             ids = self._store.ids_in(target.where())
+            held = self._scopes_within(target) if ids else set()
             self._delete(ids, target)
-            self._drop_snapshot()
+            self._drop_snapshot(held)
         self._audit(ids, target, "delete_scope")
         return len(ids)
 
@@ -1273,8 +1305,9 @@ class MemoryStore:
         if state is None and directory is not None:
             state = DirectoryStateStore(directory)
         audited_here = state is None  # a view's forgetting is audited where the store's is
-        if state is None and self.state is not None and target != self.scope:
-            state = self.state.child(scope_state_path(target))
+        root_state = self._root[0]
+        if state is None and root_state is not None and target != self.scope:
+            state = root_state.child(scope_state_path(target))
             if fallback_vocab_map is None:
                 fallback_vocab_map = self.vocab_map  # calibrated on the store it comes from
         vocab_map = load_vocab_map(state) or fallback_vocab_map
@@ -1298,6 +1331,7 @@ class MemoryStore:
         # the snapshots of the stores it was made from cover its scope: its forgets drop them
         parent = () if self.state is None else (self.state,)
         view._covering_states = (*self._covering_states, *parent)
+        view._view_root = self._root if root_state is not None else (view.state, target)
         return view
 
     def as_retriever(
@@ -1441,7 +1475,7 @@ class MemoryStore:
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
 
-    def _next_free_id(self, doc: Document, existing: dict[str, Document]) -> Document | None:
+    def _next_free_id(self, doc: Document, existing: dict[str | None, Document]) -> Document | None:
         """Move ``doc`` off an id an edited memory holds: the first free id of its text.
 
         Only a derived id moves (:func:`memory_id` of the text): the memory stored
@@ -1820,6 +1854,25 @@ def _is_explicit_empty_answer(result: ExtractionResult[Any]) -> bool:
     """Whether the model answered with an empty list on purpose (nothing dropped)."""
     answered = result.method in {ExtractionMethod.STRUCTURED, ExtractionMethod.TEXT}
     return answered and result.dropped == 0 and result.value == []
+
+
+def _views_holding(scope: Scope, root: Scope) -> builtins.list[Scope]:
+    """The scopes of views of ``root`` that see a memory of ``scope``.
+
+    A view sets every key its root sets (to the root's value or its own) and
+    maybe more: it sees the memory when each key it sets has the memory's value.
+    """
+    held = scope.metadata()
+    if any(key not in held for key, _ in root.items()):
+        return []
+    base = {key: held[key] for key, _ in root.items()}
+    extra = [(key, value) for key, value in held.items() if key not in base]
+    views = (
+        Scope(**base, **dict(chosen))
+        for size in range(len(extra) + 1)
+        for chosen in itertools.combinations(extra, size)
+    )
+    return [view for view in views if view != root]
 
 
 def _scope_of(metadata: Mapping[str, Any]) -> Scope:

@@ -190,6 +190,51 @@ def test_forgetting_in_a_view_drops_the_snapshot_of_the_store_it_came_from(
     assert "4711" not in SnapshotBuilder.from_llm(None).build(root).text
 
 
+def _files_holding(directory: Path, text: str) -> list[str]:
+    return sorted(
+        str(path.relative_to(directory))
+        for path in directory.rglob("*")
+        if path.is_file() and text in path.read_text(encoding="utf-8", errors="replace")
+    )
+
+
+@pytest.mark.parametrize("forget_from", ["root", "alice", "run", "delete", "delete_scope"])
+def test_a_forget_deletes_every_views_snapshot_holding_it_on_disk(
+    embeddings: HashEmbeddings, tmp_path: Path, forget_from: str
+) -> None:
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    alice = root.scoped({"user_id": "alice"})
+    run = alice.scoped({"run_id": "r1"})
+    run_alone = root.scoped({"run_id": "r1"})  # reached another way, sees the memory too
+    secret = run.store("My locker code is 4711 at the gym.")
+    run.store(MEMORIES[0])
+    for view in (root, alice, run, run_alone):
+        assert "4711" in SnapshotBuilder.from_llm(None).build(view).text
+    secret_id = secret.id or ""
+    if forget_from == "root":
+        root.forget(ids=[secret_id], scope={"user_id": "alice", "run_id": "r1"})
+    elif forget_from == "alice":
+        alice.forget(ids=[secret_id])
+    elif forget_from == "run":
+        run.forget(query="locker code")
+    elif forget_from == "delete":
+        alice.delete(secret_id)
+    else:
+        root.delete_scope({"user_id": "alice"})
+    assert _files_holding(tmp_path / "state", "4711") == []
+
+
+def test_every_view_of_one_scope_keeps_its_state_in_one_place(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    nested = root.scoped({"user_id": "alice"}).scoped({"run_id": "r1"})
+    direct = root.scoped({"user_id": "alice", "run_id": "r1"})
+    assert nested.state is not None
+    assert direct.state is not None
+    assert nested.state.location("snapshot.md") == direct.state.location("snapshot.md")
+
+
 def test_a_view_snapshot_holding_what_its_root_forgot_is_not_served_again(
     embeddings: HashEmbeddings, tmp_path: Path
 ) -> None:
