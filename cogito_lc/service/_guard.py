@@ -483,7 +483,12 @@ def replaying(body: bytes, receive: Receive) -> Receive:
 
 
 class ConcurrencyLimitMiddleware:
-    """Answers 503 with ``Retry-After: 1`` while ``max_requests`` requests are in flight."""
+    """Answers 503 with ``Retry-After: 1`` while ``max_requests`` requests are in flight.
+
+    A ``GET`` of :data:`JSONRPC_PATHS` (an MCP event stream, open until it idles
+    out) is not counted: the MCP endpoint caps those streams itself, so open
+    streams never turn other requests away.
+    """
 
     def __init__(self, app: ASGIApp, *, max_requests: int) -> None:
         self.app = app
@@ -492,7 +497,7 @@ class ConcurrencyLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Count the request in, or turn it away when the server is full."""
-        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS or _event_stream(scope):
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.max_requests:
@@ -505,6 +510,10 @@ class ConcurrencyLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def _event_stream(scope: Scope) -> bool:
+    return scope.get("method") == "GET" and scope.get("path") in JSONRPC_PATHS
 
 
 def bearer_dependency(token: bytes) -> Callable[..., Awaitable[None]]:

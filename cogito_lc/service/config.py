@@ -324,11 +324,17 @@ class CogitoSettings(BaseSettings):
     max_query_chars: int = Field(default=10_000, ge=1)
     """Longest query text accepted by ``/query``, ``/recall_b`` and ``/recall``."""
     max_concurrent_requests: int = Field(default=64, ge=1)
-    """Requests served at once; more get HTTP 503 with ``Retry-After``."""
+    """Requests served at once; more get HTTP 503 with ``Retry-After``.
+
+    Open ``GET /mcp`` event streams do not count (``mcp_max_streams_per_token`` caps them)."""
     mcp_stream_idle_timeout_ms: int = Field(default=60_000, ge=100)
     """Milliseconds a ``GET /mcp`` event stream may send no event before it is closed."""
     mcp_max_streams_per_token: int = Field(default=8, ge=1)
-    """``GET /mcp`` event streams open at once per bearer token; more get HTTP 429."""
+    """``GET /mcp`` event streams open at once; more get HTTP 429.
+
+    The server has one bearer token (or none), so all its clients share them, however
+    they spell the ``Authorization`` header; they do not count in
+    ``max_concurrent_requests``."""
     worker_threads: int = Field(default=4, ge=1, le=64)
     """Threads that run blocking work (embeddings, store and model calls)."""
     ui: bool = True

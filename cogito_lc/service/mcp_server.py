@@ -39,7 +39,6 @@ Example:
     ```
 """
 
-import hashlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -641,7 +640,7 @@ STREAM_IDLE_TIMEOUT = 60.0
 """Seconds an ``SSE`` stream (``GET /mcp``) may stay open without sending an event."""
 
 MAX_STREAMS_PER_TOKEN = 8
-"""``GET /mcp`` streams one bearer token may hold open at once."""
+"""``GET /mcp`` streams open at once: the server has one token, so its clients share them."""
 
 
 async def _send_error(
@@ -674,8 +673,9 @@ class McpEndpoint:
     - 400 (parse error) to a body that is not UTF-8 or nests deeper than
       :data:`~cogito_lc.service._guard.MAX_JSON_DEPTH` levels, checked before
       parsing; the SDK answers 400 to the remaining syntax errors;
-    - 429 to a ``GET`` (an ``SSE`` stream) over ``max_streams`` open streams of
-      its bearer token;
+    - 429 to a ``GET`` (an ``SSE`` stream) over ``max_streams`` open streams; the
+      server has one bearer token (or none), so every client shares them,
+      however it spells its ``Authorization`` header;
     - 503 while the app's lifespan is not running.
 
     A ``GET`` stream that sends no event for ``stream_idle_timeout`` seconds
@@ -698,8 +698,8 @@ class McpEndpoint:
         self.stream_idle_timeout = stream_idle_timeout
         self.max_streams = max_streams
         self.max_depth = max_depth
-        self.open_streams: dict[str, int] = {}
-        """Open ``GET`` streams by bearer token (a digest of it)."""
+        self.open_streams = 0
+        """Open ``GET`` streams."""
         self._manager: Any = None
 
     @asynccontextmanager
@@ -754,22 +754,18 @@ class McpEndpoint:
         await manager.handle_request(scope, replaying(body, receive), send)
 
     async def _stream(self, manager: Any, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization = "".join(_header_values(scope, b"authorization"))
-        key = hashlib.sha256(authorization.encode("utf-8", "surrogateescape")).hexdigest()
-        if self.open_streams.get(key, 0) >= self.max_streams:
+        if self.open_streams >= self.max_streams:
             detail = (
-                f"too many open MCP streams for this token (at most {self.max_streams}, "
+                f"too many open MCP streams (at most {self.max_streams}, "
                 "mcp_max_streams_per_token); close one, or use POST /mcp"
             )
             await _send_error(send, 429, detail, headers={"Retry-After": "5"})
             return
-        self.open_streams[key] = self.open_streams.get(key, 0) + 1
+        self.open_streams += 1
         try:
             await _IdleStream(self.stream_idle_timeout).run(manager, scope, receive, send)
         finally:
-            self.open_streams[key] -= 1
-            if not self.open_streams[key]:
-                del self.open_streams[key]
+            self.open_streams -= 1
 
 
 class _IdleStream:
@@ -834,7 +830,7 @@ def mount_mcp(
         allowed: Whether an ``X-Cogito-User`` header may pick the scope.
         stream_idle_timeout: Seconds a ``GET`` stream may send no event before
             it is closed.
-        max_streams: ``GET`` streams one bearer token may hold open at once.
+        max_streams: ``GET`` streams open at once (the server's one token shares them).
     """
     endpoint = McpEndpoint(
         factory, allowed=allowed, stream_idle_timeout=stream_idle_timeout, max_streams=max_streams

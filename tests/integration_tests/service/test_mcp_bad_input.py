@@ -43,6 +43,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess
             "COGITO_MAX_BODY_BYTES": str(MAX_BODY),
             "COGITO_MCP_STREAM_IDLE_TIMEOUT_MS": str(IDLE_MS),
             "COGITO_MCP_MAX_STREAMS_PER_TOKEN": str(MAX_STREAMS),
+            "COGITO_MAX_CONCURRENT_REQUESTS": str(MAX_STREAMS),
         },
     )
     yield process
@@ -119,13 +120,14 @@ def test_after_the_bad_bodies_the_endpoint_serves_and_the_log_is_clean(
     assert "Error handling POST request" not in log, log[-8000:]
 
 
-def _open_stream(stack: ExitStack, http: httpx.Client) -> httpx.Response:
-    return stack.enter_context(
-        http.stream("GET", "/mcp", headers={**HEADERS, "Accept": "text/event-stream"})
-    )
+def _open_stream(
+    stack: ExitStack, http: httpx.Client, authorization: str = f"Bearer {TOKEN}"
+) -> httpx.Response:
+    headers = {**HEADERS, "Accept": "text/event-stream", "Authorization": authorization}
+    return stack.enter_context(http.stream("GET", "/mcp", headers=headers))
 
 
-def test_event_streams_are_bounded_per_token_and_closed_when_idle(
+def test_event_streams_are_bounded_and_closed_when_idle(
     service: ServiceProcess,
 ) -> None:
     # A read timeout well over the idle timeout: a stream that is never closed fails here.
@@ -138,6 +140,10 @@ def test_event_streams_are_bounded_per_token_and_closed_when_idle(
         assert over.status_code == 429
         assert "mcp_max_streams_per_token" in over.json()["error"]["message"]
         assert over.headers["retry-after"]
+        respelled = _open_stream(stack, http, f"bEARER  {TOKEN}")  # the same token
+        assert respelled.status_code == 429
+        # as many streams as max_concurrent_requests: other requests are still served
+        assert http.post("/mcp", content=TOOLS_LIST, headers=HEADERS).status_code == 200
         for stream in streams:
             assert b"".join(stream.iter_bytes()) == b""  # closed by the server, no event
         assert time.monotonic() - started < IDLE_MS / 1000 + 5

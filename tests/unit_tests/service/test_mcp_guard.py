@@ -16,6 +16,7 @@ pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 from cogito_lc import MemoryStore
 from cogito_lc.service._guard import (
     JSONRPC_PATHS,
+    ConcurrencyLimitMiddleware,
     body_problem,
     content_type_problem,
     json_too_deep,
@@ -164,13 +165,9 @@ def _endpoint(manager: Any, **options: Any) -> McpEndpoint:
     return endpoint
 
 
-def _get(token: str) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "method": "GET",
-        "path": MCP_PATH,
-        "headers": [(b"authorization", f"Bearer {token}".encode())],
-    }
+def _get(authorization: str | None = "Bearer a") -> dict[str, Any]:
+    headers = [] if authorization is None else [(b"authorization", authorization.encode())]
+    return {"type": "http", "method": "GET", "path": MCP_PATH, "headers": headers}
 
 
 async def test_an_idle_stream_is_closed_and_its_response_ended() -> None:
@@ -182,40 +179,69 @@ async def test_an_idle_stream_is_closed_and_its_response_ended() -> None:
         await anyio.sleep_forever()
         raise AssertionError
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Any) -> None:
         sent.append(message)
 
     with anyio.fail_after(5):
         await endpoint(_get("a"), never, send)
     assert manager.ended.is_set()
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
-    assert endpoint.open_streams == {}
+    assert endpoint.open_streams == 0
 
 
-async def test_open_streams_are_bounded_per_token() -> None:
+async def test_open_streams_are_bounded_however_the_token_is_spelled() -> None:
     manager = _Stream()
     endpoint = _endpoint(manager, stream_idle_timeout=60, max_streams=2)
     leave = anyio.Event()
-    answers: dict[str, list[int]] = {"a": [], "b": []}
+    statuses: list[int] = []
 
-    async def until_left() -> dict[str, Any]:
+    async def until_left() -> Any:
         await leave.wait()
         return {"type": "http.disconnect"}
 
-    def sender(token: str) -> Any:
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                answers[token].append(message["status"])
-
-        return send
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
-            for token in ("a", "a", "b"):
-                group.start_soon(endpoint, _get(token), until_left, sender(token))
+            for authorization in ("Bearer a", "bEARER  a"):
+                group.start_soon(endpoint, _get(authorization), until_left, send)
             await anyio.wait_all_tasks_blocked()
-            await endpoint(_get("a"), until_left, sender("a"))  # a third stream of token a
+            for spelled in ("BEARER a ", "Bearer b", None):  # one server, one token
+                await endpoint(_get(spelled), until_left, send)
             leave.set()
-    assert sorted(answers["a"]) == [200, 200, 429]
-    assert answers["b"] == [200]
-    assert endpoint.open_streams == {}
+    assert sorted(statuses) == [200, 200, 429, 429, 429]
+    assert endpoint.open_streams == 0
+
+
+async def test_open_event_streams_do_not_turn_other_requests_away() -> None:
+    streaming = anyio.Event()
+    leave = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if scope["method"] == "GET":
+            streaming.set()
+            await leave.wait()
+        await send({"type": "http.response.body", "body": b""})
+
+    statuses: list[int] = []
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def receive() -> Any:  # pragma: no cover - not read
+        return {"type": "http.request", "body": b""}
+
+    guard = ConcurrencyLimitMiddleware(app, max_requests=1)
+    post = {"type": "http", "method": "POST", "path": MCP_PATH, "headers": []}
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(guard, _get(), receive, send)
+            await streaming.wait()
+            await guard(post, receive, send)
+            await guard({**post, "path": "/store"}, receive, send)
+            leave.set()
+    assert statuses == [200, 200, 200]
