@@ -446,6 +446,11 @@ def _not_null(value: Any, name: str) -> Any:
     return value
 
 
+def given_not_null(name: str) -> Any:
+    """A validator refusing an explicit null for ``name``, an optional field one leaves out."""
+    return BeforeValidator(lambda value: _not_null(value, name))
+
+
 def not_nullable(schema: dict[str, Any]) -> None:
     """Publish an optional field as its type alone: left out, never null.
 

@@ -56,7 +56,7 @@ try:
     from mcp.server.fastmcp import Context, FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
     from mcp.server.fastmcp.tools import Tool
-    from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
+    from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase, FuncMetadata
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.types import ToolAnnotations
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -104,6 +104,8 @@ from cogito_lc.service._schemas import (
     finite,
     forget_response,
     forget_target_errors,
+    given_not_null,
+    not_nullable,
     readable_message,
     text_field,
 )
@@ -206,6 +208,7 @@ def _argument_types(max_text_chars: int, max_query_chars: int) -> dict[str, Any]
         ],
         "forget": Annotated[
             StrictStr | None,
+            given_not_null("query"),
             Field(
                 min_length=1,
                 max_length=max_query_chars,
@@ -214,6 +217,7 @@ def _argument_types(max_text_chars: int, max_query_chars: int) -> dict[str, Any]
                     f"What to forget, in words (non-blank, at most {max_query_chars} "
                     "characters); give this or ids, not both."
                 ),
+                json_schema_extra=not_nullable,
             ),
         ],
     }
@@ -264,7 +268,11 @@ ListAll = Annotated[
 ]
 WhichIds = Annotated[
     ForgetIds | None,
-    Field(description="The ids of the memories to forget; give this or query, not both."),
+    given_not_null("ids"),
+    Field(
+        description="The ids of the memories to forget; give this or query, not both.",
+        json_schema_extra=not_nullable,
+    ),
 ]
 Reason = Annotated[
     StrictStr,
@@ -557,14 +565,25 @@ class _StrictArguments(StorableFields):
             raise invalid_arguments(exc) from None
 
 
+class _VerbatimArguments(FuncMetadata):
+    """Arguments validated as sent: a string is never read as JSON first.
+
+    The SDK parses a string argument whose type is not exactly ``str`` as JSON,
+    so an ``id`` of ``"null"`` would become null; here strings stay strings.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
 def _strict_tool(fn: Callable[..., Any]) -> Tool:
-    """A tool whose arguments reject unknown names, as the HTTP request bodies do."""
+    """A tool whose arguments reject unknown names and are read as sent, as the HTTP bodies."""
     tool = Tool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__])
     loose = tool.fn_metadata.arg_model
     strict: type[ArgModelBase] = type(
         loose.__name__, (_StrictArguments, loose), {"__module__": __name__}
     )
-    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    metadata = _VerbatimArguments(**{**dict(tool.fn_metadata), "arg_model": strict})
     parameters = strict.model_json_schema(by_alias=True)
     return tool.model_copy(update={"fn_metadata": metadata, "parameters": parameters})
 

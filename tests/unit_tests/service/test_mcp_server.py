@@ -187,6 +187,12 @@ async def test_snapshot_of_an_in_memory_store_is_built_not_saved(server: FastMCP
         ("store", {"text": "port\x00 8083"}, "text", "NUL character"),
         ("store", {"text": "x", "metadata": {"team": "\x00"}}, "metadata", "NUL character"),
         ("forget", {"ids": ["a\x00"]}, "ids", "NUL character"),
+        ("recall", {"text": "x", "since": "null"}, "since", "ISO 8601"),
+        ("query", {"text": "x", "as_of": "null"}, "as_of", "ISO 8601"),
+        ("store", {"text": "x", "metadata": '{"team": "ops"}'}, "metadata", "a JSON object"),
+        ("store", {"text": "x", "supersedes": '["a"]'}, "supersedes", "valid list"),
+        ("forget", {"query": None, "ids": ["a"]}, "query", "must not be null; leave it out"),
+        ("forget", {"query": "x", "ids": None}, "ids", "must not be null; leave it out"),
     ],
 )
 async def test_bad_arguments_are_tool_errors_naming_the_field(
@@ -205,6 +211,13 @@ async def test_bad_arguments_are_tool_errors_naming_the_field(
         assert says in message, message
         assert "errors.pydantic.dev" not in message
         assert memory.count() == 0
+
+
+async def test_string_arguments_are_kept_as_sent(server: FastMCP[Any], memory: MemoryStore) -> None:
+    async with connect(server) as session:
+        stored = await _call(session, "store", {"text": "Port 8083.", "id": "null"})
+        assert stored["id"] == "null"
+        assert [doc.id for doc in memory.list()] == ["null"]
 
 
 async def test_a_missing_memory_is_a_short_tool_error(server: FastMCP[Any]) -> None:
