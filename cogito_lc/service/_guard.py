@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
 import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
@@ -231,7 +232,9 @@ def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
 
     Bytes that are not UTF-8 and nesting deeper than ``max_depth`` are found
     before parsing (a parser fails on them with an error other than a syntax
-    error, or a recursion error); then the JSON syntax is checked.
+    error, or a recursion error); then the JSON syntax is checked, refusing the
+    numbers JSON has no value for (``NaN``, ``Infinity``, ``1e400``), which
+    would otherwise be read as null.
 
     Example:
         ```python
@@ -243,6 +246,7 @@ def body_problem(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
         assert body_problem(b"hello") == (
             "the body is not JSON: Expecting value at line 1, column 1"
         )
+        assert "NaN is not a JSON number" in body_problem(b'{"threshold": NaN}')
         ```
     """
     unreadable, syntax = _problems(body, max_depth)
@@ -284,13 +288,38 @@ def _problems(
         return too_deep_message(max_depth), None
     if not always_parse and (_LONG_DIGITS is None or not _LONG_DIGITS.search(body)):
         return None, None
+    return _parse_problems(text)
+
+
+def _parse_problems(text: str) -> tuple[str | None, str | None]:
+    """Why the JSON ``text`` cannot be read (a number too long), and its syntax error."""
     try:
-        json.loads(text)
+        json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         return None, f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except _NonFiniteError as exc:
+        return None, f"the body is not JSON: {exc}"
     except (ValueError, RecursionError) as exc:  # e.g. a number too long to convert
         return f"the body is not JSON the server can read: {str(exc).partition(';')[0]}", None
     return None, None
+
+
+class _NonFiniteError(ValueError):
+    """A number JSON has no value for: ``NaN``, ``Infinity``, or one too large for a float."""
+
+
+def _refuse_constant(name: str) -> float:
+    msg = f"{name} is not a JSON number; send a finite number"
+    raise _NonFiniteError(msg)
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        shown = literal if len(literal) <= 40 else literal[:39] + "…"
+        msg = f"the number {shown} is too large for a float; send a finite number"
+        raise _NonFiniteError(msg)
+    return value
 
 
 class BearerAuthMiddleware:

@@ -690,8 +690,9 @@ class McpEndpoint:
     - 415 to a ``POST`` whose ``Content-Type`` is not JSON in UTF-8;
     - 413 to a body over ``max_body_bytes`` (streamed past the declared length);
     - 400 (parse error) to a body that is not UTF-8 or nests deeper than
-      :data:`~cogito_lc.service._guard.MAX_JSON_DEPTH` levels, checked before
-      parsing; the SDK answers 400 to the remaining syntax errors;
+      :data:`~cogito_lc.service._guard.MAX_JSON_DEPTH` levels (checked before
+      parsing), that is not JSON, or that holds ``NaN``, ``Infinity`` or a number
+      too large for a float (the SDK would read them as null);
     - 429 to a ``GET`` (an ``SSE`` stream) over ``max_streams`` open streams; the
       server has one bearer token (or none), so every client shares them,
       however it spells its ``Authorization`` header;

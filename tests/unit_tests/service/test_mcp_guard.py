@@ -78,6 +78,10 @@ def test_content_types(content_type: str | None, refused: str | None) -> None:
         (b"[" * 10_000 + b"]" * 10_000, "deeper than 64 levels"),
         (b"{", "the body is not JSON: Expecting property name"),
         (b"9" * 5000, "not JSON the server can read"),
+        (b'{"threshold": NaN}', "NaN is not a JSON number"),
+        (b'{"limit": -Infinity}', "-Infinity is not a JSON number"),
+        (b'{"threshold": 1e400}', "the number 1e400 is too large for a float"),
+        (b'{"threshold": 1e308, "limit": 5}', None),
     ],
 )
 def test_body_problems_are_named(body: bytes, problem: str | None) -> None:
@@ -116,6 +120,15 @@ def client(tmp_path: Path, chroma: Chroma) -> Any:
         ),
         (b"[" * 10_000 + b"]" * 10_000, {}, 400, -32700, "deeper than 64"),
         (b"not json", {}, 400, -32700, "not JSON"),
+        (
+            b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"query",'
+            b'"arguments":{"text":"x","threshold":NaN}}}',
+            {},
+            400,
+            -32700,
+            "NaN is not a JSON number",
+        ),
+        (b'{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}', {}, 400, -32700, "1e400"),
         (b"x" * 40_000, {}, 413, -32600, "max_body_bytes"),
         (TOOLS_LIST, {"Authorization": "Bearer wrong"}, 401, -32600, "bearer token"),
         (TOOLS_LIST, {"X-Cogito-User": "bob"}, 403, -32600, "allow_request_scope"),
