@@ -357,6 +357,10 @@ class LoopbackHostMiddleware:
     page can break that by pointing its own name at 127.0.0.1 (DNS rebinding):
     the browser then sends the page's name as ``Host``, which this refuses. A
     request without ``Host`` (HTTP/1.0) comes from no browser and passes.
+
+    A request to :data:`JSONRPC_PATHS` sent by a web page whose ``Origin`` is not
+    on such a host gets 403 (a JSON-RPC error): a page elsewhere may not call the
+    MCP tools through its visitor's browser. A request without ``Origin`` passes.
     """
 
     def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str] = ()) -> None:
@@ -369,16 +373,34 @@ class LoopbackHostMiddleware:
         name = host_name(host)
         return bool(name) and (is_loopback(name) or name in self.allowed_hosts)
 
+    def _allowed_origin(self, origin: str | None) -> bool:
+        if origin is None:
+            return True
+        scheme, _, host = origin.partition("://")
+        return scheme.lower() in {"http", "https"} and "/" not in host and self._allowed(host)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the ``Host`` header, then pass the request on."""
+        """Check the ``Host`` header (and ``Origin`` for ``/mcp``), then pass the request on."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         host = _header(scope, b"host")
-        if scope["type"] == "http" and not self._allowed(host):
+        if not self._allowed(host):
             detail = (
                 f"this server is bound to loopback and answers only requests for a loopback "
                 f"host, not {host_name(host or '')!r}: reach it as 127.0.0.1, or add the name to "
                 "allowed_hosts (COGITO_ALLOWED_HOSTS) when a proxy forwards it"
             )
             await _send_json(send, 421, detail, scope=scope)
+            return
+        origin = _header(scope, b"origin")
+        if scope.get("path") in JSONRPC_PATHS and not self._allowed_origin(origin):
+            detail = (
+                f"this server is bound to loopback and answers /mcp only from pages on a "
+                f"loopback host, not Origin {origin!r}: call it from outside a browser, or add "
+                "the page's host name to allowed_hosts (COGITO_ALLOWED_HOSTS)"
+            )
+            await _send_json(send, 403, detail, scope=scope)
             return
         await self.app(scope, receive, send)
 

@@ -594,19 +594,18 @@ def create_mcp_server(
     max_text_chars: int = 100_000,
     max_query_chars: int = 10_000,
     allow_request_scope: bool = False,
-    host: str = "127.0.0.1",
-    allowed_hosts: Sequence[str] = (),
 ) -> FastMCP[Any]:
     """The MCP server of the memory tools over ``service``.
+
+    The SDK's own ``Host`` and ``Origin`` checks are off: the HTTP service checks
+    both, as for every endpoint (see
+    :class:`~cogito_lc.service._guard.LoopbackHostMiddleware`).
 
     Args:
         service: The service whose operations the tools run (the HTTP service's own).
         max_text_chars: Longest memory text (``store``, ``add``).
         max_query_chars: Longest query (``recall``, ``recall_b``, ``query``, ``forget``).
         allow_request_scope: Whether an ``X-Cogito-User`` header may pick the scope.
-        host: The address the HTTP service binds; on loopback, requests must name
-            a loopback ``Host`` (DNS-rebinding protection).
-        allowed_hosts: More ``Host`` names accepted on loopback (a proxy's).
 
     Returns:
         A FastMCP server (stateless streamable HTTP, JSON responses).
@@ -618,35 +617,11 @@ def create_mcp_server(
         "cogito-lc",
         instructions=INSTRUCTIONS,
         tools=[_strict_tool(fn) for fn in functions],
-        host=host,
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
         log_level="WARNING",
-        transport_security=_transport_security(host, allowed_hosts),
-    )
-
-
-def _transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
-    from cogito_lc.service.config import is_loopback
-
-    if not is_loopback(host):  # reached by name: the bearer token guards it
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    names = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
-        allowed_origins=[
-            "http://127.0.0.1:*",
-            "http://localhost:*",
-            "http://[::1]:*",
-            *(
-                f"{scheme}://{name}{port}"
-                for name in allowed_hosts
-                for scheme in ("http", "https")
-                for port in ("", ":*")
-            ),
-        ],
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
 

@@ -33,7 +33,8 @@ are a 400, so a gateway that scopes requests sets the header itself, replacing
 any the client sent (a body ``user_id`` naming another scope is then a 403).
 The server binds 127.0.0.1 by default, and there answers only requests whose
 ``Host`` is a loopback name or one of ``allowed_hosts`` (421 otherwise), so a web
-page cannot reach it by rebinding its own name; another address needs a
+page cannot reach it by rebinding its own name, nor ``/mcp`` from a page of
+another ``Origin`` (403); another address needs a
 ``COGITO_API_TOKEN`` of at least 16 characters (or ``allow_short_token``, see
 :func:`check_bind`), and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
@@ -747,8 +748,6 @@ def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -
         max_text_chars=settings.max_text_chars,
         max_query_chars=settings.max_query_chars,
         allow_request_scope=settings.allow_request_scope,
-        host=settings.host,
-        allowed_hosts=settings.allowed_hosts,
     )
     return mount_mcp(
         app,

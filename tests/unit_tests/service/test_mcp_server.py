@@ -306,6 +306,28 @@ def test_the_service_mounts_the_tools_behind_its_guards(
         assert rebound.status_code == 421  # DNS rebinding: a loopback server answers loopback names
 
 
+def test_mcp_answers_the_host_names_and_origins_every_endpoint_does(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    settings = CogitoSettings(
+        store_path=tmp_path / "store", api_token=SecretStr(TOKEN), allowed_hosts=["mem.internal"]
+    )
+    app = create_app(settings, memory=memory)
+    good = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
+    with TestClient(app, base_url="http://127.0.0.1:19420") as client:
+        for host in ["LOCALHOST:19420", "localhost.:19420", "127.0.0.2:19420", "[::1]:19420"]:
+            answer = client.post("/mcp", json=_initialize(), headers={**good, "Host": host})
+            assert answer.status_code == 200, (host, answer.text)
+        for origin in ["http://localhost:3000", "https://127.0.0.1", "https://mem.internal"]:
+            answer = client.post("/mcp", json=_initialize(), headers={**good, "Origin": origin})
+            assert answer.status_code == 200, (origin, answer.text)
+        for origin in ["https://evil.example", "null", "http://mem.internal.evil:80"]:
+            answer = client.post("/mcp", json=_initialize(), headers={**good, "Origin": origin})
+            assert answer.status_code == 403, origin
+            assert answer.json()["error"]["code"] == -32600
+            assert repr(origin) in answer.json()["detail"]
+
+
 async def test_a_client_that_leaves_mid_add_leaves_every_fact_or_none(
     memory: MemoryStore,
 ) -> None:
