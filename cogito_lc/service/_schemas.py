@@ -125,6 +125,7 @@ def _integral(value: Any) -> Any:
 
 
 Limit = Annotated[int, Field(strict=True, ge=1, le=LIMIT_MAX), BeforeValidator(_integral)]
+PageOffset = Annotated[int, Field(strict=True, ge=0, le=1_000_000), BeforeValidator(_integral)]
 Threshold = Annotated[
     StrictFloat,
     AfterValidator(partial(check_similarity_floor, name="threshold")),

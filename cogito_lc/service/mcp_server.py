@@ -92,6 +92,7 @@ from cogito_lc.service._schemas import (
     MemoryList,
     MemoryRecord,
     Metadata,
+    PageOffset,
     QueryResponse,
     RecallBResponse,
     RecallResponse,
@@ -251,9 +252,7 @@ Hints = Annotated[
     Field(max_length=20, description="Hints that help fact extraction (at most 20)."),
 ]
 PageLimit = Annotated[Limit, Field(description=f"Page size (1..{LIMIT_MAX}).")]
-Offset = Annotated[
-    int, Field(strict=True, ge=0, le=1_000_000, description="How many memories to skip.")
-]
+Offset = Annotated[PageOffset, Field(description="How many memories to skip.")]
 ExistingId = Annotated[
     StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
 ]

@@ -182,6 +182,8 @@ async def test_snapshot_of_an_in_memory_store_is_built_not_saved(server: FastMCP
         ("add", {"text": "x", "context_hints": "ops"}, "context_hints", "valid list"),
         ("list_memories", {"limit": 201}, "limit", "less than or equal to 200"),
         ("list_memories", {"offset": -1}, "offset", "greater than or equal to 0"),
+        ("list_memories", {"offset": 5.5}, "offset", "valid integer"),
+        ("list_memories", {"offset": "5"}, "offset", "valid integer"),
         ("delete_memory", {}, "id", "Field required"),
         ("snapshot", {"rebuild": "yes"}, "rebuild", "valid boolean"),
         ("store", {"text": "port\x00 8083"}, "text", "NUL character"),
@@ -218,6 +220,14 @@ async def test_string_arguments_are_kept_as_sent(server: FastMCP[Any], memory: M
         stored = await _call(session, "store", {"text": "Port 8083.", "id": "null"})
         assert stored["id"] == "null"
         assert [doc.id for doc in memory.list()] == ["null"]
+
+
+async def test_a_whole_float_is_a_page_size_and_offset(server: FastMCP[Any]) -> None:
+    async with connect(server) as session:
+        await _call(session, "store", {"text": "Port 8083."})
+        page = await _call(session, "list_memories", {"limit": 5.0, "offset": 1.0})
+        assert (page["limit"], page["offset"], page["total"]) == (5, 1, 1)
+        assert page["memories"] == []
 
 
 async def test_a_missing_memory_is_a_short_tool_error(server: FastMCP[Any]) -> None:
