@@ -32,6 +32,9 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+from langchain_core.runnables.retry import RunnableRetry
 from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel
 
@@ -377,13 +380,21 @@ def _message_text(message: Any) -> str:
 
 
 def _unbind(llm: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], bool]:
-    """Return the chat model inside ``llm``'s bindings, and whether any binds call arguments."""
+    """Return the chat model inside ``llm``'s wrappers, and whether any binds call arguments.
+
+    Bindings (``bind``, ``with_config``), ``with_retry()`` and ``with_fallbacks()``
+    are seen through; of fallbacks, the first model answers for the mode.
+    """
     model = llm
     has_call_arguments = False
-    while isinstance(model, RunnableBinding):
-        has_call_arguments = has_call_arguments or bool(model.kwargs)
-        model = model.bound
-    return model, has_call_arguments
+    while True:
+        if isinstance(model, RunnableBindingBase):
+            has_call_arguments = has_call_arguments or bool(model.kwargs)
+            model = model.bound
+        elif isinstance(model, RunnableWithFallbacks):
+            model = model.runnable
+        else:
+            return model, has_call_arguments
 
 
 def _with_structured_output(
@@ -398,11 +409,28 @@ def _with_structured_output(
         "title": schema_name(output, many=many),
         **request_schema(output, many=many, max_items=max_items),
     }
+    return _structured(llm, schema, owner)
+
+
+def _structured(llm: Runnable[Any, Any], schema: Any, owner: str) -> Runnable[Any, Any] | None:
+    """``llm`` asking with ``schema``, in the same retries and fallbacks; None if it cannot."""
+    if isinstance(llm, RunnableRetry):
+        inner = _structured(llm.bound, schema, owner)
+        return None if inner is None else llm.model_copy(update={"bound": inner})
+    if isinstance(llm, RunnableWithFallbacks):
+        members = [_structured(m, schema, owner) for m in (llm.runnable, *llm.fallbacks)]
+        if any(member is None for member in members):
+            return None
+        first, *rest = members
+        return llm.model_copy(update={"runnable": first, "fallbacks": rest})
     configs = []
     model = llm
     while isinstance(model, RunnableBinding):
         configs.append(model.config)
         model = model.bound
+    if isinstance(model, RunnableRetry | RunnableWithFallbacks):
+        inner = _structured(model, schema, owner)
+        return None if inner is None else _configured(inner, configs)
     try:
         structured: Runnable[Any, Any] = model.with_structured_output(  # type: ignore[attr-defined]
             schema, include_raw=True
@@ -417,10 +445,15 @@ def _with_structured_output(
             exc,
         )
         return None
+    return _configured(structured, configs)
+
+
+def _configured(runnable: Runnable[Any, Any], configs: list[Any]) -> Runnable[Any, Any]:
+    """``runnable`` with the configs of the bindings it was taken out of, innermost first."""
     for config in reversed(configs):
         if config:
-            structured = structured.with_config(config)
-    return structured
+            runnable = runnable.with_config(config)
+    return runnable
 
 
 def _first_paragraph(text: str) -> str:

@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables.retry import RunnableRetry
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
@@ -26,6 +27,7 @@ from cogito_lc._core.json_repair import (
     salvage_json_array,
     strip_reasoning,
 )
+from cogito_lc._core.structured_output import attempts
 from cogito_lc.extraction.llm_extractor import (
     EXTRACTION_EVENT,
     ExtractionMethod,
@@ -897,6 +899,35 @@ def test_a_tool_calling_model_of_any_vendor_gets_the_schema() -> None:
     assert llm.bound_tools[0]["function"]["name"] == "PersonList"
     assert parameters["properties"] == request_schema(Person, many=True, max_items=5)["properties"]
     assert json.loads(result.raw or "") == {"items": PEOPLE}
+
+
+def test_a_model_with_retries_or_fallbacks_gets_the_schema_and_keeps_them() -> None:
+    reply = json.dumps({"items": PEOPLE})
+    primary = ToolCallingChatModel(replies=[reply])
+    failing = ToolCallingChatModel(replies=[reply]).bind(stop=["x"]).with_config(tags=["t"])
+    wrapped = [
+        primary.with_retry(stop_after_attempt=2),
+        primary.with_config(tags=["outer"]).with_retry(),
+        primary.with_fallbacks([ToolCallingChatModel(replies=[reply])]),
+        ToolCallingChatModel(replies=[reply]).with_fallbacks([failing]).with_retry(),
+    ]
+    for llm in wrapped:
+        assert detect_structured_output_mode(llm) == "langchain"
+        result = people_extractor(llm).invoke_with_result("x")
+        assert result.method is ExtractionMethod.STRUCTURED
+        assert [person.name for person in result.value] == ["Ada", "Charles"]
+    retrying = primary.with_retry(stop_after_attempt=2)
+    [attempt, _] = attempts(retrying, "auto", Person, many=True)
+    assert isinstance(attempt.runnable, RunnableRetry)
+    assert attempt.runnable.max_attempt_number == 2
+
+
+def test_a_fallback_that_cannot_take_the_schema_asks_every_model_without_it() -> None:
+    reply = json.dumps(PEOPLE)
+    llm = ToolCallingChatModel(replies=[reply]).with_fallbacks([ScriptedChatModel(replies=[reply])])
+    result = people_extractor(llm).invoke_with_result("x")
+    assert result.method is ExtractionMethod.TEXT
+    assert len(result.value) == 2
 
 
 def test_a_profile_without_structured_output_or_tools_gets_no_schema() -> None:
