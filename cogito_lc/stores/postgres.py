@@ -161,6 +161,20 @@ class DatabaseUnavailableError(RuntimeError):
     """The database stopped answering (restarting, network cut); retry shortly."""
 
 
+_OUTAGE_CLASSES = ("08", "53", "57P", "58", "XX")
+"""SQLSTATE prefixes of a lost connection, a server shutting down or out of resources."""
+
+
+def _is_outage(error: Exception) -> bool:
+    """Whether an operational error means the database is away, not that a statement failed.
+
+    A statement over a limit (a word too long for a query, class 54), cancelled
+    or waiting on a lock fails alone: the breaker stays closed for every other caller.
+    """
+    state = getattr(error, "sqlstate", None)
+    return state is None or state.startswith(_OUTAGE_CLASSES)
+
+
 def redact_url(url: str) -> str:
     """``url`` with its password replaced by ``***``.
 
@@ -365,14 +379,13 @@ class PostgresDatabase:
                 mid-statement (which opens the breaker).
         """
         import psycopg
-        from psycopg.errors import LockNotAvailable, QueryCanceled
 
         pool, conn = self._getconn()
         try:
             with conn:
                 yield conn
         except psycopg.OperationalError as error:
-            if not isinstance(error, (QueryCanceled, LockNotAvailable)):  # not an outage
+            if _is_outage(error):
                 self.breaker.trip(self._reason(error))
             raise self._unavailable(error) from None
         finally:

@@ -47,6 +47,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+MAX_WORD_BYTES = 2048
+"""Postgres's limit on one word of a ``tsvector`` or ``tsquery``: longer words are left out."""
+
 _SCOPE_COLUMNS = ", ".join(f'"{key}"' for key in SCOPE_KEYS)
 _SCOPE_KEY = f"jsonb_build_array({_SCOPE_COLUMNS})::text"
 """One text per scope; a missing key (NULL) and an empty one stay apart."""
@@ -127,7 +130,7 @@ def _words_functions() -> str:
                 string_agg({quote} || t.m[1] || {quote} || ':' || least(t.n, 16383), ' ')
                     ::tsvector,
                 ''::tsvector)
-            FROM {_WORD_MATCHES} WHERE octet_length(t.m[1]) < 2048
+            FROM {_WORD_MATCHES} WHERE octet_length(t.m[1]) < {MAX_WORD_BYTES}
         $fn$;
         CREATE OR REPLACE FUNCTION cogito_lexical_count(text) RETURNS integer
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$

@@ -20,7 +20,7 @@ from cogito_lc.stores.postgres import (
     split_vectors,
     where_to_sql,
 )
-from cogito_lc.stores.postgres_bm25 import scope_part, stats_table
+from cogito_lc.stores.postgres_bm25 import MAX_WORD_BYTES, scope_part, stats_table
 
 __all__ = ["PostgresLexicalIndex", "scope_part"]
 
@@ -533,8 +533,9 @@ def _any_of(queries: list[str]) -> str | None:
 
 
 def _terms(query: str) -> list[str]:
-    """``query``'s distinct terms, in order."""
-    return list(dict.fromkeys(lexical_terms(query)))
+    """``query``'s distinct terms, in order; as stored, none of 2048 bytes or more."""
+    terms = dict.fromkeys(lexical_terms(query))
+    return [term for term in terms if len(term.encode()) < MAX_WORD_BYTES]
 
 
 def _tsquery(terms: list[str]) -> str:

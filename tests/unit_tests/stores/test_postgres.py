@@ -153,3 +153,17 @@ def test_the_left_out_pair_is_of_the_two_rarest_terms_not_chosen() -> None:
     weights = _weights({"zebra": 30, "river": 2_500, "guard": 9_000}, {"the": 60_000})
     assert _left_out_pair(weights, ["zebra"]) == "'river' & 'guard'"
     assert _left_out_pair(weights, ["zebra", "river", "guard"]) is None
+
+
+def test_only_a_database_away_opens_the_breaker_not_a_failed_statement() -> None:
+    import psycopg
+    from psycopg import errors
+
+    from cogito_lc.stores.postgres import _is_outage
+
+    away = [psycopg.OperationalError("lost"), errors.AdminShutdown("x"), errors.DiskFull("x")]
+    away.append(errors.ConnectionFailure("x"))
+    failed = [errors.ProgramLimitExceeded("x"), errors.QueryCanceled("x")]
+    failed.append(errors.LockNotAvailable("x"))
+    assert all(_is_outage(error) for error in away)
+    assert not any(_is_outage(error) for error in failed)
