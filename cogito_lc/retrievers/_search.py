@@ -345,7 +345,7 @@ def settle(
 
 
 def _stale(store: StoreAdapter, documents: Sequence[Document], result: SearchResult) -> set[str]:
-    if not store.reads_by_id:
+    if not store.checks_by_id:
         return set()
     ids = [doc.id for doc in documents if doc.id is not None and doc.id not in result.read]
     if not ids:

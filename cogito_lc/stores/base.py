@@ -468,7 +468,11 @@ class StoreAdapter:
         ]
 
     reads_by_id: bool = False
-    """Whether :meth:`read_documents` reads documents by id (searches may then give copies)."""
+    """Whether a search reads the lexical run's documents by id itself (and may give the
+    caller's copies, :attr:`StoredVectors.copy`)."""
+    checks_by_id: bool = False
+    """Whether :meth:`read_documents` reads documents by id: a recall then confirms the
+    documents it did not read from the store (a lexical run's) before returning them."""
     searches_within: bool = False
     """Whether :meth:`search_within` ranks a given set of ids exactly."""
     filtered_search_scans: bool = False
@@ -492,8 +496,7 @@ class StoreAdapter:
     ) -> dict[str, Document]:
         """The stored documents with these ids still matching ``search_kwargs``' filter, by id.
 
-        Only adapters that give a search the caller's copies (``StoredVectors.copy``)
-        are asked; the others never give copies.
+        Only adapters that set :attr:`checks_by_id` are asked.
         """
         msg = f"{type(self).__name__} gives no document copies to check; nothing calls this."
         raise NotImplementedError(msg)

@@ -44,6 +44,7 @@ class ChromaAdapter(BatchedSearchAdapter):
     """A ``langchain_chroma.Chroma`` store: every operation pushed down to its collection."""
 
     reads_by_id = True
+    checks_by_id = True
     searches_within = True
     filtered_search_scans = True
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -21,6 +21,23 @@ __all__ = ["InMemoryAdapter"]
 
 class InMemoryAdapter(StoreAdapter):
     """An ``InMemoryVectorStore``: listing, counting and paging over its documents in memory."""
+
+    checks_by_id = True
+
+    def read_documents(
+        self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
+    ) -> dict[str, Document]:
+        """The held documents with these ids that the search's ``filter`` keeps, by id.
+
+        A recall checks the lexical run's documents with it: one deleted or
+        changed in the store directly, not through MemoryStore, is left out.
+        """
+        keep = search_kwargs.get("filter")
+        return {
+            doc.id or "": doc
+            for doc in self.store.get_by_ids(list(ids))
+            if keep is None or (keep(doc) if callable(keep) else matches_where(keep, doc.metadata))
+        }
 
     def _matching(self, where: Mapping[str, Any] | None) -> list[Document]:
         held: InMemoryVectorStore = self.store  # type: ignore[assignment]

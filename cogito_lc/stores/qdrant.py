@@ -473,6 +473,19 @@ class QdrantAdapter(BatchedSearchAdapter):
 
     # -- reads and deletes ------------------------------------------------------
 
+    checks_by_id = True
+
+    def read_documents(
+        self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
+    ) -> dict[str, Document]:
+        """The stored documents with these ids that the search's ``filter`` keeps, by id.
+
+        A recall checks the lexical run's documents with it: one deleted or
+        changed in the collection directly, not through MemoryStore, is left out.
+        """
+        found = self._retrieve(list(ids), self._where(search_kwargs.get("filter")), vectors=False)
+        return {doc_id: document for doc_id, (document, _) in found.items()}
+
     def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
         if not ids:
             return []

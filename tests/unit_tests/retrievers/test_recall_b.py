@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ValidationError
 
 from cogito_lc import METADATA_KEY, RecallB
@@ -314,3 +314,27 @@ def test_a_vector_store_retriever_option_in_search_kwargs_is_refused_when_built(
 ) -> None:
     with pytest.raises(TypeError, match=rf"search_kwargs\['{key}'\].*{hint}"):
         RecallB(vectorstore=filled_chroma, search_kwargs={key: 3})
+
+
+@pytest.mark.parametrize("backend", ["in_memory", "qdrant"])
+def test_a_document_deleted_in_the_store_directly_is_never_recalled(
+    embeddings: HashEmbeddings, backend: str
+) -> None:
+    if backend == "qdrant":
+        pytest.importorskip("langchain_qdrant")
+        from cogito_lc.stores import open_qdrant_store
+
+        store: VectorStore = open_qdrant_store(embeddings)
+    else:
+        store = InMemoryVectorStore(embeddings)
+    texts = {
+        "port": "The billing service listens on port 8083.",
+        "deploy": "Deploys freeze on Fridays.",
+        "tokens": "Auth tokens expire after 3600 seconds.",
+    }
+    store.add_texts(list(texts.values()), ids=list(texts))
+    retriever = RecallB(vectorstore=store, k=3)
+    assert "port" in {doc.id for doc in retriever.invoke("port 8083")}
+    store.delete(["port"])
+    store.add_texts(["Lunch is at noon."], ids=["lunch"])  # the count stays as it was
+    assert "port" not in {doc.id for doc in retriever.invoke("port 8083")}
