@@ -29,7 +29,14 @@ logger = logging.getLogger(__name__)
 # Values always go in as parameters; the SQL text formats in only "?" placeholders, the
 # index's own column names (checked identifiers) and conditions built the same way
 # (``where_sql``): hence the S608 exemptions below.
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "3"
+_FTS_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(terms, content='docs', "
+    "content_rowid='rowid', tokenize=\"ascii tokenchars '_'\")"
+)
+"""The full-text table over ``docs.terms``, the terms :func:`lexical_terms` gave: the
+``ascii`` tokenizer takes each as it is (``unicode61`` would fold some again, the final
+sigma of Greek words among them, so the file's counts missed terms every other index holds)."""
 _TERM_COUNT = "(CASE WHEN {0} = '' THEN 0 ELSE length({0}) - length(replace({0}, ' ', '')) + 1 END)"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLAIN_KEY = re.compile(r'^[^"\\]*$')
@@ -181,10 +188,7 @@ class SqliteLexicalIndex:
             )
             for column in self.columns:
                 conn.execute(f"CREATE INDEX IF NOT EXISTS docs_{column} ON docs (m_{column})")
-            conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(terms, content='docs', "
-                "content_rowid='rowid', tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")"
-            )
+            conn.execute(_FTS_TABLE)
             conn.execute("CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY)")
             conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('version', ?), ('columns', ?)",
@@ -203,6 +207,9 @@ class SqliteLexicalIndex:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("version") == "1":
             _upgrade_from_1(conn)
+            meta["version"] = "2"
+        if meta.get("version") == "2":
+            _upgrade_from_2(conn)
             meta["version"] = _SCHEMA_VERSION
         expected = {"version": _SCHEMA_VERSION, "columns": json.dumps(self.columns)}
         if {key: meta.get(key) for key in expected} != expected:
@@ -630,5 +637,14 @@ def _upgrade_from_1(conn: sqlite3.Connection) -> None:
         "UPDATE stats SET rows = (SELECT count(*) FROM docs), "  # noqa: S608
         f"tokens = (SELECT coalesce(sum({_TERM_COUNT.format('terms')}), 0) FROM docs)"
     )
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'version'")
+    logger.info("lexical index upgraded to schema version 2")
+
+
+def _upgrade_from_2(conn: sqlite3.Connection) -> None:
+    """Index the stored terms again with the tokenizer that takes them as they are."""
+    conn.execute("DROP TABLE fts")
+    conn.execute(_FTS_TABLE)
+    conn.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
     conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (_SCHEMA_VERSION,))
     logger.info("lexical index upgraded to schema version %s", _SCHEMA_VERSION)

@@ -155,6 +155,52 @@ def test_an_index_of_schema_version_1_is_upgraded_in_place(tmp_path: Path) -> No
     upgraded.close()
 
 
+FOLDED = [
+    Document(page_content="p99 latency is 20\u00b5s on the hot path", id="micro"),
+    Document(page_content="\u039f\u0394\u039f\u03a3 \u03a0\u0391\u039d\u0395\u03a0", id="greek"),
+    Document(page_content="unrelated note about billing", id="other"),
+]
+"""Terms SQLite's unicode61 tokenizer folds again: a micro sign and a final sigma."""
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+@pytest.mark.parametrize("where", [None, {"user_id": "a"}])
+def test_terms_are_found_as_written_whether_or_not_the_postings_are_in_memory(
+    tmp_path: Path, in_memory: bool, where: dict[str, str] | None
+) -> None:
+    index = SqliteLexicalIndex(tmp_path / "lexical.sqlite3", postings_in_memory=in_memory)
+    index.upsert([Document(d.page_content, id=d.id, metadata={"user_id": "a"}) for d in FOLDED])
+    for query, expected in (("20\u00b5s", "micro"), ("\u03bf\u03b4\u03bf\u03c2", "greek")):
+        found = index.search(query, k=3, where=where)
+        assert [doc.id for doc, _ in found] == [expected]
+        assert found[0][1] > 0
+        assert index.scores(query, [expected], where=where)[expected] == pytest.approx(found[0][1])
+    index.close()
+
+
+def test_an_index_of_schema_version_2_is_indexed_again_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "lexical.sqlite3"
+    index = SqliteLexicalIndex(path)
+    index.upsert([*_corpus(40), *FOLDED])
+    before = index.search("caroline pottery", k=5)
+    index.close()
+    with sqlite3.connect(path) as conn:  # the table as version 2 made it
+        conn.execute("DROP TABLE fts")
+        conn.execute(
+            "CREATE VIRTUAL TABLE fts USING fts5(terms, content='docs', content_rowid='rowid', "
+            "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")"
+        )
+        conn.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'version'")
+    upgraded = SqliteLexicalIndex(path, postings_in_memory=False)
+    assert upgraded.rebuild_reason is None
+    assert upgraded.search("caroline pottery", k=5) == before
+    assert [doc.id for doc, _ in upgraded.search("20\u00b5s", k=3)] == ["micro"]
+    upgraded.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("3",)
+
+
 def test_a_scope_searched_unfiltered_never_returns_another_scope(tmp_path: Path) -> None:
     from langchain_core.vectorstores import InMemoryVectorStore
 
