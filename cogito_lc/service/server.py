@@ -65,10 +65,12 @@ Example:
 """
 
 import argparse
+import errno
 import inspect
 import json
 import logging
 import math
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -947,12 +949,14 @@ def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") ->
 
     Raises:
         ConfigError: If the settings are invalid, the bind is refused (see
-            :func:`check_bind`) or the database of ``database_url`` cannot be used.
+            :func:`check_bind`), the port is taken, or the database of
+            ``database_url`` cannot be used.
     """
     import uvicorn
 
     settings = settings or load_settings()
     check_bind(settings)
+    check_port_free(settings.host, settings.port)
     try:
         app = create_app(settings)
     except DatabaseSetupError as exc:
@@ -975,6 +979,26 @@ def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") ->
         proxy_headers=False,
         timeout_graceful_shutdown=10,
     )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before the store and models are loaded.
+
+    Raises:
+        ConfigError: If ``host:port`` cannot be bound; the message names the setting.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc})"
+            msg = (
+                f"{host}:{port} {reason}: stop the process holding it, or serve on another "
+                "port (--port, COGITO_PORT)."
+            )
+            raise ConfigError(msg) from None
 
 
 def _store_name(settings: CogitoSettings) -> str:

@@ -189,6 +189,19 @@ def test_serve_refuses_an_empty_token(env: dict[str, str], tmp_path: Path, comma
     assert "api_token is empty" in done.stderr
 
 
+def test_serve_on_a_taken_port_says_so_and_exits_1(env: dict[str, str], tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = cli("serve", "--port", str(port), env=env, cwd=tmp_path, check=False, timeout=60)
+    assert done.returncode == 1
+    assert f"127.0.0.1:{port} is in use" in done.stderr
+    assert "Application startup" not in done.stderr  # refused before the store was opened
+
+
 def test_server_script_refuses_an_empty_token_in_a_config_file(
     env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -543,3 +543,17 @@ def test_the_library_and_the_service_open_the_same_collection_by_default() -> No
         open_qdrant_store,
     ):
         assert inspect.signature(opener).parameters["collection"].default == service_default
+
+
+def test_a_taken_port_is_refused_before_anything_loads() -> None:
+    import socket
+
+    from cogito_lc.service.server import check_port_free
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"127.0.0.1:{port} is in use: .*--port"):
+            check_port_free("127.0.0.1", port)
+    check_port_free("127.0.0.1", port)  # free again once its holder closed
