@@ -478,11 +478,7 @@ class QdrantAdapter(BatchedSearchAdapter):
     def read_documents(
         self, ids: Sequence[str], search_kwargs: Mapping[str, Any]
     ) -> dict[str, Document]:
-        """The stored documents with these ids that the search's ``filter`` keeps, by id.
-
-        A recall checks the lexical run's documents with it: one deleted or
-        changed in the collection directly, not through MemoryStore, is left out.
-        """
+        """Read by id with the pushed filter (a recall confirms its lexical run's documents)."""
         found = self._retrieve(list(ids), self._where(search_kwargs.get("filter")), vectors=False)
         return {doc_id: document for doc_id, (document, _) in found.items()}
 
