@@ -81,6 +81,7 @@ from cogito_lc.service._dependencies import (
     is_database_down,
 )
 from cogito_lc.service._schemas import MemoryHit, finite
+from cogito_lc.service.models import ModelLoadError
 from cogito_lc.stores.postgres import WriteLockTimeoutError
 
 if TYPE_CHECKING:
@@ -250,6 +251,10 @@ def _answered_error(exc: Exception) -> HTTPException | None:
     if isinstance(exc, WriteLockTimeoutError):
         logger.warning("%s", exc)
         return _retry_shortly("another replica held the store's write lock; retry shortly")
+    model_error = next((e for e in exception_chain(exc) if isinstance(e, ModelLoadError)), None)
+    if model_error is not None:
+        logger.error("%s", model_error)
+        return HTTPException(500, str(model_error))
     return None
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from cogito_lc.service.config import CogitoSettings
 
 __all__ = [
+    "ModelLoadError",
     "chat_model_from_settings",
     "embeddings_from_settings",
     "judge_from_settings",
@@ -67,6 +68,36 @@ _EXTRAS = {
     "langchain_huggingface": "local",
 }
 _PLACEHOLDER_KEY = "not-needed"
+
+
+class ModelLoadError(RuntimeError):
+    """A model the settings name cannot be loaded here: a setting to fix, not an outage."""
+
+
+def _local_sentence_transformer(name: str, setting: str) -> Embeddings:
+    """The sentence-transformers model ``name`` with normalised vectors, loaded on the CPU.
+
+    Raises:
+        ModelLoadError: If the model is neither a local path nor cached here.
+    """
+    module = _import("langchain_huggingface", f"embed_model={setting!r}")
+    try:
+        return cast(
+            "Embeddings",
+            module.HuggingFaceEmbeddings(
+                model_name=name,
+                model_kwargs={"device": "cpu"},
+                encode_kwargs={"normalize_embeddings": True},
+            ),
+        )
+    except OSError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = (
+            f"embed_model={setting!r} cannot be loaded ({reason}); give a model installed "
+            "here or a local path (the default, huggingface:all-MiniLM-L6-v2, ships with "
+            "the local extra)."
+        )
+        raise ModelLoadError(msg) from exc
 
 
 def _import(module: str, purpose: str) -> Any:
@@ -201,6 +232,7 @@ def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
 
     Raises:
         ImportError: If the provider's extra is not installed.
+        ModelLoadError: If a ``huggingface:`` model is neither bundled, cached nor a path.
 
     Example:
         ```python
@@ -220,15 +252,7 @@ def embeddings_from_settings(settings: CogitoSettings) -> Embeddings:
             from cogito_lc.embeddings.local import local_embeddings
 
             return local_embeddings()
-        module = _import("langchain_huggingface", purpose)
-        return cast(
-            "Embeddings",
-            module.HuggingFaceEmbeddings(
-                model_name=name,
-                model_kwargs={"device": "cpu"},
-                encode_kwargs={"normalize_embeddings": True},
-            ),
-        )
+        return _local_sentence_transformer(name, settings.embed_model)
     if provider == "ollama":
         module = _import("langchain_ollama", purpose)
         return cast("Embeddings", module.OllamaEmbeddings(model=name, base_url=settings.ollama_url))

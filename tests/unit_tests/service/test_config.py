@@ -557,3 +557,25 @@ def test_a_taken_port_is_refused_before_anything_loads() -> None:
         with pytest.raises(ConfigError, match=rf"127.0.0.1:{port} is in use: .*--port"):
             check_port_free("127.0.0.1", port)
     check_port_free("127.0.0.1", port)  # free again once its holder closed
+
+
+def test_an_embedding_model_that_is_not_here_is_a_setting_to_fix_not_an_outage(
+    places: tuple[Path, Path],
+) -> None:
+    pytest.importorskip("langchain_huggingface")
+    pytest.importorskip("sentence_transformers")
+    from cogito_lc.service._service import http_error_for
+    from cogito_lc.service.models import ModelLoadError
+
+    settings = load_settings(embed_model="huggingface:no-such-model-here")
+    with pytest.raises(ModelLoadError, match="embed_model='huggingface:no-such-model-here'"):
+        embeddings_from_settings(settings)
+    try:
+        embeddings_from_settings(settings)
+    except ModelLoadError as exc:
+        wrapped = RuntimeError("while embedding")
+        wrapped.__cause__ = exc
+        answer = http_error_for(wrapped)
+    assert answer is not None
+    assert answer.status_code == 500
+    assert "cannot be loaded" in str(answer.detail)
