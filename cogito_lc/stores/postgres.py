@@ -81,10 +81,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the memories table layout this package creates and reads (2: BM25 statistics;
 3: the text indexed as ``lexical_terms`` splits it; 4: the same words under any session
-setting)."""
+setting; 5: a word of 2047 bytes is left out, as longer ones were)."""
 
 COLUMNS = (*SCOPE_KEYS, "kind", "source_id", "created_at")
 """Metadata keys held in their own text columns (the scope keys are indexed)."""
@@ -379,6 +379,7 @@ class PostgresDatabase:
                 mid-statement (which opens the breaker).
         """
         import psycopg
+        from psycopg.errors import LockNotAvailable, QueryCanceled
 
         pool, conn = self._getconn()
         try:
@@ -387,6 +388,8 @@ class PostgresDatabase:
         except psycopg.OperationalError as error:
             if _is_outage(error):
                 self.breaker.trip(self._reason(error))
+            elif not isinstance(error, (QueryCanceled, LockNotAvailable)):
+                raise  # a statement that failed alone: its own error, not "unavailable"
             raise self._unavailable(error) from None
         finally:
             pool.putconn(conn)

@@ -47,8 +47,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_WORD_BYTES = 2048
-"""Postgres's limit on one word of a ``tsvector`` or ``tsquery``: longer words are left out."""
+MAX_WORD_BYTES = 2047
+"""Words of this many UTF-8 bytes or more are left out: Postgres takes at most 2046 in a
+``tsvector`` or ``tsquery`` word."""
 
 _SCOPE_COLUMNS = ", ".join(f'"{key}"' for key in SCOPE_KEYS)
 _SCOPE_KEY = f"jsonb_build_array({_SCOPE_COLUMNS})::text"
@@ -194,7 +195,8 @@ def bm25_steps(table: str) -> list[str]:
     The first adds the ``lexical_length`` column (a table rewrite, once), the
     counter table, its triggers, and fills the counters from the rows already
     there; the second splits the words again (see :func:`_words_step`); the
-    third makes the words functions read the same under any session setting.
+    third makes the words functions read the same under any session setting; the
+    fourth leaves out words of 2047 bytes, which no row can hold.
     """
     name = f'"{table}"'
     stats = f'"{stats_table(table)}"'
@@ -225,7 +227,7 @@ def bm25_steps(table: str) -> list[str]:
         *triggers,
         _rebuild(table),
     ]
-    return [";\n".join(step), _words_step(table), _words_functions()]
+    return [";\n".join(step), _words_step(table), _words_functions(), _words_functions()]
 
 
 def drop_bm25_statements(table: str) -> list[str]:

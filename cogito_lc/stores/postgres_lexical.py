@@ -533,7 +533,7 @@ def _any_of(queries: list[str]) -> str | None:
 
 
 def _terms(query: str) -> list[str]:
-    """``query``'s distinct terms, in order; as stored, none of 2048 bytes or more."""
+    """``query``'s distinct terms, in order; as stored, none too long for a ``tsquery``."""
     terms = dict.fromkeys(lexical_terms(query))
     return [term for term in terms if len(term.encode()) < MAX_WORD_BYTES]
 

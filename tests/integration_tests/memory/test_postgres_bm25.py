@@ -408,13 +408,14 @@ def test_a_low_estimate_never_pushes_a_counted_terms_rows_out(
     assert [doc.id for doc, _ in hits] == [zebra]
 
 
-def test_a_query_word_longer_than_postgres_takes_is_left_out_and_nothing_else_fails(
-    pg_url: str, pg_collection: str
+@pytest.mark.parametrize("size", [2044, 2046, 2047, 5000])
+def test_a_word_longer_than_postgres_takes_is_left_out_and_nothing_else_fails(
+    pg_url: str, pg_collection: str, size: int
 ) -> None:
     memory, _ = _filled(pg_url, pg_collection)
     alice = memory.scoped({"user_id": "a"})
-    new = alice.store("The zebra gate opens at nine.")
-    long_word = "z" * 5000  # a pasted token or blob: one word past the 2047 bytes of a tsquery
+    long_word = "z" * size  # a pasted token or blob; with "ing" added, 3 bytes longer
+    new = alice.store(f"The zebra gate opens at nine. {long_word}")
     [(doc, _)] = _index(memory).search(f"{long_word} zebra", k=3, where={"user_id": "a"})
     assert doc.id == new.id
     assert alice.as_retriever("recall").invoke(f"{long_word} zebra gate")[0].id == new.id
