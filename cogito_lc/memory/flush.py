@@ -46,7 +46,7 @@ from cogito_lc.memory.memory_store import (
     MemoryStore,
     _is_explicit_empty_answer,
 )
-from cogito_lc.memory.scope import ScopeLike, as_scope, memory_id
+from cogito_lc.memory.scope import ScopeLike, as_scope
 
 __all__ = [
     "DUPLICATE_COSINE",
@@ -222,7 +222,7 @@ class _Flush:
         duplicate, since a window of a continued session that repeats the stored
         turns also holds new ones, which would be lost.
         """
-        same = self.memory.get(memory_id(text, self.scope), scope=self.scope)
+        [same] = self.memory.stored_copies([text], scope=self.scope)
         if same is not None and not (self.judged and is_superseded(same.metadata)):
             self.result.skipped_same_id += 1
             return True

@@ -876,7 +876,7 @@ class MemoryStore:
             for keys in itertools.combinations(unset, size):
                 counted = self._store.scope_counts(keys, scope.where())
                 found.update(
-                    Scope(**scope.metadata(), **dict(zip(keys, values, strict=True)))
+                    _scope_of({**scope.metadata(), **dict(zip(keys, values, strict=True))})
                     for values in counted.counts
                 )
         return found
@@ -1454,15 +1454,15 @@ class MemoryStore:
                 with other text; nothing of the batch is written then.
         """
         with self._lock:
-            wanted = list(dict.fromkeys(doc.id or "" for doc in documents))
-            existing = {doc.id: doc for doc in self._existing(wanted)}
+            places = self._places(documents)
+            existing: dict[str | None, Document] = {}
             fresh: dict[str, Document] = {}
-            for doc in documents:
-                held = existing.get(doc.id)
-                if held is not None and not _same_memory(held, doc):
-                    held = self._next_free_id(doc, existing)
-                if held is None:
-                    fresh.setdefault(doc.id or "", doc)
+            for doc, (doc_id, held) in zip(documents, places, strict=True):
+                doc.id = doc_id
+                if held is not None:
+                    existing[doc_id] = held
+                else:
+                    fresh.setdefault(doc_id, doc)
             ids = [doc.id or "" for doc in documents]
             if fresh:
                 self._mark_pending(list(fresh))
@@ -1475,33 +1475,59 @@ class MemoryStore:
                 self._invalidate()
         return [existing.get(doc_id) or fresh[doc_id] for doc_id in ids]
 
-    def _next_free_id(self, doc: Document, existing: dict[str | None, Document]) -> Document | None:
-        """Move ``doc`` off an id an edited memory holds: the first free id of its text.
+    def stored_copies(
+        self, texts: Sequence[str], *, scope: ScopeLike = None
+    ) -> builtins.list[Document | None]:
+        """The memory each text is stored as in the scope (None: not stored), in order.
 
-        Only a derived id moves (:func:`memory_id` of the text): the memory stored
-        under it was edited by :meth:`update` and keeps its id, and its former text
-        may be stored again. The text stored twice is still one memory.
+        Under the text's own id, or, when an edited memory holds that id
+        (:meth:`update` keeps ids), under the next id of the text (``<id>-2``, ...).
+        """
+        target = as_scope(scope, self.scope)
+        documents = [self._prepare(text, None, None, target) for text in texts]
+        return [held for _, held in self._places(documents)]
 
-        Returns:
-            The memory already stored under the new id (the same one), or None.
+    def _places(self, documents: Sequence[Document]) -> builtins.list[tuple[str, Document | None]]:
+        """Where each document goes: its id, and the same memory stored there, if any.
+
+        A derived id (:func:`memory_id` of the text) held by an edited memory moves
+        to the text's next id (``<id>-2``, ...): the first one free, unless the same
+        text is stored under one of them already (then it is that memory).
 
         Raises:
-            MemoryConflictError: If the id was given, or no free id was found.
+            MemoryConflictError: If a given id is held by another memory, or a
+                text has no free id left.
         """
+        derived = [
+            doc.id == memory_id(doc.page_content, _scope_of(doc.metadata)) for doc in documents
+        ]
+        wanted = [doc.id or "" for doc in documents]
+        wanted += [f"{doc.id}-2" for doc, moves in zip(documents, derived, strict=True) if moves]
+        held = {doc.id: doc for doc in self._existing(list(dict.fromkeys(wanted)))}
+        read = set(wanted)
+        return [
+            self._place(doc, held, read) if moves else _given_place(doc, held)
+            for doc, moves in zip(documents, derived, strict=True)
+        ]
+
+    def _place(
+        self, doc: Document, held: dict[str | None, Document], read: set[str]
+    ) -> tuple[str, Document | None]:
         base = doc.id or ""
-        if base == memory_id(doc.page_content, _scope_of(doc.metadata)):
-            for number in range(2, 2 + _MAX_ID_SUFFIXES):
-                doc.id = f"{base}-{number}"
-                held = existing.get(doc.id) or next(iter(self._existing([doc.id])), None)
-                if held is None or _same_memory(held, doc):
-                    if held is not None:
-                        existing[doc.id] = held
-                    return held
-            doc.id = base
-        msg = (
-            f"id {base!r} is already used by another memory; omit the id "
-            "(ids default to a hash of scope and text) or use update()."
-        )
+        if base in held and _same_memory(held[base], doc):
+            return base, held[base]
+        free = None if base in held else base
+        for number in range(2, 2 + _MAX_ID_SUFFIXES):
+            candidate = f"{base}-{number}"
+            if candidate not in read:
+                read.add(candidate)
+                held.update((d.id, d) for d in self._existing([candidate]))
+            other = held.get(candidate)
+            if other is None:
+                return free or candidate, None
+            if _same_memory(other, doc):
+                return candidate, other
+        msg = f"text of id {base!r} has no free id left: edited memories hold {_MAX_ID_SUFFIXES}."
         raise MemoryConflictError(msg)
 
     def _raced(
@@ -1875,9 +1901,31 @@ def _views_holding(scope: Scope, root: Scope) -> builtins.list[Scope]:
     return [view for view in views if view != root]
 
 
+def _given_place(doc: Document, held: Mapping[str | None, Document]) -> tuple[str, Document | None]:
+    """A given id stays: free, or holding the same memory; else a conflict."""
+    doc_id = doc.id or ""
+    same = held.get(doc_id)
+    if same is not None and not _same_memory(same, doc):
+        msg = (
+            f"id {doc_id!r} is already used by another memory; omit the id "
+            "(ids default to a hash of scope and text) or use update()."
+        )
+        raise MemoryConflictError(msg)
+    return doc_id, same
+
+
 def _scope_of(metadata: Mapping[str, Any]) -> Scope:
-    """The scope a memory was written in, from its metadata."""
-    return Scope(**{key: metadata[key] for key in SCOPE_KEYS if metadata.get(key) is not None})
+    """The scope a memory was written in, from its metadata.
+
+    A value no scope may hold (blank, not a string: written by other code or an
+    earlier release) is left out, so the memory can still be deleted and forgotten.
+    """
+    values = {
+        key: value
+        for key in SCOPE_KEYS
+        if isinstance(value := metadata.get(key), str) and value.strip()
+    }
+    return Scope.model_construct(None, **values)
 
 
 def _same_memory(held: Document, new: Document) -> bool:

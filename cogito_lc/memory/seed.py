@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
-from langchain_core.vectorstores import VectorStore
 from tqdm.auto import tqdm
 
 from cogito_lc._core.display import escape_controls
 from cogito_lc.memory.loaders import split_markdown
-from cogito_lc.memory.scope import Scope, ScopeLike, as_scope, memory_id
+from cogito_lc.memory.scope import Scope, ScopeLike, as_scope
 
 
 class _Added(Protocol):
@@ -30,9 +29,10 @@ class SeedTarget(Protocol):
         """The store's default scope."""
         ...
 
-    @property
-    def vectorstore(self) -> VectorStore:
-        """The vector store, asked which chunks it holds already."""
+    def stored_copies(
+        self, texts: Sequence[str], *, scope: ScopeLike = None
+    ) -> list[Document | None]:
+        """The memory each text is stored as (None: not stored), asked before writing."""
         ...
 
     def add(self, text: str, *, scope: ScopeLike = None) -> _Added:
@@ -143,9 +143,8 @@ def _ingest(
     if not chunks:  # an empty file, or one of whitespace only
         return
     summary.chunks += len(chunks)
-    ids = [memory_id(chunk.page_content, scope) for chunk in chunks]
-    known = {doc.id for doc in memory.vectorstore.get_by_ids(ids)}
-    new = [chunk for chunk, doc_id in zip(chunks, ids, strict=True) if doc_id not in known]
+    held = memory.stored_copies([chunk.page_content for chunk in chunks], scope=scope)
+    new = [chunk for chunk, same in zip(chunks, held, strict=True) if same is None]
     summary.skipped += len(chunks) - len(new)
     if summary.dry_run:
         summary.stored += len(new)

@@ -134,11 +134,13 @@ def _store_scope(items: list[PendingStore]) -> list[Document | Exception]:
         )
         for i in first.values()
     ]
-    if documents:
-        memory.store_many(documents)
-    stored = {doc.id: doc for doc in memory.vectorstore.get_by_ids(list(first))} if first else {}
+    # the ids written: a text whose own id an edited memory holds goes to its next id
+    written = dict(zip(first, memory.store_many(documents), strict=True)) if documents else {}
+    found = memory.vectorstore.get_by_ids(list(written.values())) if written else []
+    stored = {doc.id: doc for doc in found}
     for index, key in keys.items():
-        results[index] = stored.get(key) or Document(items[first[key]].text, id=key)
+        doc_id = written[key]
+        results[index] = stored.get(doc_id) or Document(items[first[key]].text, id=doc_id)
     return [results[i] for i in range(len(items))]
 
 

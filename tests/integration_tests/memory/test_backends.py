@@ -118,6 +118,12 @@ def test_an_edited_memorys_former_text_can_be_stored_again(backend: Backend) -> 
         "The budget cap is 40k EUR.",
         "The budget cap is 50k EUR.",
     ]
+    memory.delete(first.id or "")  # the edited memory goes: its former text stays one memory
+    assert memory.store("The budget cap is 40k EUR.").id == again.id
+    assert [d.id for d in memory.list()] == [again.id]
+    [found] = memory.stored_copies(["The budget cap is 40k EUR."])
+    assert found is not None
+    assert found.id == again.id
 
 
 def test_listing_keeps_the_order_of_writing_through_an_update(backend: Backend) -> None:

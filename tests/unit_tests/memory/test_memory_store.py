@@ -560,3 +560,35 @@ def test_the_recall_retriever_takes_filter_and_stage_one_settings(chroma: Chroma
     named = memory.as_retriever("recall", tags=["memory"], metadata={"t": 1}, name="team")
     assert (named.tags, named.metadata, named.name) == (["memory"], {"t": 1}, "team")
     assert named.recall_b.tags is None  # type: ignore[attr-defined]
+
+
+def test_a_memory_with_a_scope_value_no_scope_may_hold_can_still_be_deleted(
+    embeddings: HashEmbeddings,
+) -> None:
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(
+        [
+            Document(
+                "Written by other code.", id="odd-1", metadata={"user_id": "a", "run_id": " "}
+            ),
+            Document("Also other code.", id="odd-2", metadata={"user_id": "a", "agent_id": 5}),
+        ]
+    )
+    memory = MemoryStore(store)
+    memory.delete("odd-1")
+    assert memory.delete_scope({"user_id": "a"}) == 1
+    assert memory.count() == 0
+
+
+def test_seed_stores_a_note_again_once_its_memory_was_edited(
+    memory: MemoryStore, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.md").write_text("# Ops\n\nDeploys freeze on Fridays.\n")
+    memory.seed(tmp_path, progress=False)
+    [seeded] = memory.list()
+    memory.update(seeded.id or "", "Deploys freeze on Fridays and Saturdays.")
+    again = memory.seed(tmp_path, progress=False)
+    assert (again.stored, again.skipped) == (1, 0)
+    third = memory.seed(tmp_path, progress=False)
+    assert (third.stored, third.skipped) == (0, 1)
+    assert memory.count() == 2

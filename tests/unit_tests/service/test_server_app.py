@@ -791,3 +791,14 @@ def test_a_calibrated_map_is_in_use_without_a_configured_one(
         answer = test_client.post("/calibrate", json={}).json()
     assert (dry["saved"], dry["in_use"]) == (False, False)
     assert (answer["saved"], answer["in_use"]) == (True, True)
+
+
+def test_store_after_an_update_answers_the_memory_it_stored(client: TestClient) -> None:
+    first = client.post("/store", json={"text": "My phone is 555-0101."}).json()
+    service = client.app.state.service  # type: ignore[attr-defined]
+    service.memory.update(first["id"], "My phone number is redacted.")
+    again = client.post("/store", json={"text": "My phone is 555-0101."}).json()
+    assert again["text"] == "My phone is 555-0101."
+    assert again["id"] != first["id"]
+    assert client.get(f"/memories/{again['id']}").json()["text"] == "My phone is 555-0101."
+    assert client.get(f"/memories/{first['id']}").json()["text"] == "My phone number is redacted."
