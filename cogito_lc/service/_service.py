@@ -303,6 +303,8 @@ class MemoryService:
             memory.judge = options.judge
         self.judge = memory.judge
         """The supersession judge every scope writes with (None: no supersession by default)."""
+        if options.vocab_map is not None:  # the setting wins over a calibrated map
+            memory.vocab_map = {k: list(v) for k, v in options.vocab_map.items()}
         self.reads = CapacityLimiter(options.worker_threads)
         self.writes = CapacityLimiter(1)
         self.jobs = CapacityLimiter(1)

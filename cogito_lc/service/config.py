@@ -119,8 +119,18 @@ _NUMBER_FIELDS = (
 )
 """Numeric settings, where JSON's ``true`` would otherwise be read as 1."""
 
-_OTHER_ENV_VARS = frozenset({PROMPTS_DIR_ENV_VAR})
-"""``COGITO_*`` variables read elsewhere than the settings."""
+_OTHER_ENV_VARS = frozenset(
+    {
+        PROMPTS_DIR_ENV_VAR,
+        "COGITO_SERVER",  # the CLI's --server
+        "COGITO_OLLAMA_MODEL",  # model discovery, benchmarks
+        "COGITO_STRUCTURED_OUTPUT",
+        "COGITO_EMBEDDINGS_URL",  # benchmarks' OpenAI-compatible embeddings
+        "COGITO_EMBEDDINGS_MODEL",
+        "COGITO_EMBEDDINGS_TOKEN",
+    }
+)
+"""``COGITO_*`` variables read elsewhere than the settings (not warned of as unknown)."""
 
 _config_files: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
     "cogito_config_files", default=None

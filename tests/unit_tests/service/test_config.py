@@ -148,6 +148,8 @@ def test_known_environment_variables_do_not_warn(
     monkeypatch.setenv("COGITO_RECALL_LIMIT", "5")
     monkeypatch.setenv("COGITO_ANTHROPIC_API_KEY", "")
     monkeypatch.setenv("COGITO_PROMPTS_DIR", str(places[0].parent))
+    monkeypatch.setenv("COGITO_SERVER", "http://127.0.0.1:19420")
+    monkeypatch.setenv("COGITO_OLLAMA_MODEL", "qwen2.5:3b")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_settings().recall_limit == 5

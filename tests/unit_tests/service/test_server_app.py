@@ -760,15 +760,20 @@ def test_a_host_name_with_a_final_dot_is_that_name_and_an_empty_one_is_refused(
 
 def test_a_configured_vocab_map_wins_over_a_calibrated_one(tmp_path: Path, chroma: Chroma) -> None:
     memory = MemoryStore(chroma, scope={"user_id": "agent"}, data_dir=tmp_path / "data")
+    memory.vocab_map = {"calibrated": ["earlier"]}  # a map the store calibrated before
     configured = {"how fast": ["latency"]}
     calibrated = json.dumps({"database": ["postgres"]})
-    app = create_app(_settings(tmp_path, vocab_map=configured), memory=memory)
+    app = create_app(
+        _settings(tmp_path, vocab_map=configured, allow_request_scope=True), memory=memory
+    )
     with TestClient(app, base_url="http://127.0.0.1") as test_client:
         test_client.post("/store", json={"text": "Billing runs on postgres."})
         service = test_client.app.state.service  # type: ignore[attr-defined]
         service.options.extract_llm = FakeListChatModel(responses=[calibrated])
         answer = test_client.post("/calibrate", json={}).json()
         view = service.view("agent")
+        other = service.view("bob")
+    assert other.memory.vocab_map == configured
     assert (answer["vocab_map"], answer["saved"], answer["in_use"]) == (
         {"database": ["postgres"]},
         True,
