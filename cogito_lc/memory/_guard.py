@@ -22,6 +22,9 @@ class StoreGuard:
     """How many forgets and deletes have run (a snapshot built across one is not saved)."""
     held_across_processes: bool = False
     """Whether the thread holding :attr:`lock` also holds the store's lock across processes."""
+    placed_views: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Views given a state of their own (``data_dir``, ``state``), by its location: their
+    scope and state, whose snapshots a forget drops as it does those in the usual place."""
 
     @contextmanager
     def exclusive(

@@ -850,21 +850,23 @@ class MemoryStore:
         """Drop the saved snapshots that may hold what was forgotten, from ``scopes``.
 
         This store's, those of the stores it was made from (their scopes hold its
-        own), and those of every view of the root store whose scope holds one of
-        ``scopes``, narrower views of this one included.
+        own), and those of every view whose scope sees one of ``scopes``: in the
+        root store's usual place for it, or where the view was told to keep them.
         """
+        scopes = list(scopes)
+        forgotten = [set(scope.items()) for scope in scopes]
         root_state, root_scope = self._root
-        views = (
-            []
-            if root_state is None
-            else [
-                root_state.child(scope_state_path(view))
-                for view in {v for scope in scopes for v in _views_holding(scope, root_scope)}
-            ]
-        )
+        states = [
+            state
+            for view, state in list(self._guard.placed_views.values())
+            if any(set(view.items()) <= held for held in forgotten)
+        ]
+        if root_state is not None:
+            seen = {v for scope in scopes for v in _views_holding(scope, root_scope)}
+            states += [root_state.child(scope_state_path(view)) for view in seen]
         with self._lock:
             self._guard.forgets += 1
-            for state in (self.state, *self._covering_states, *views):
+            for state in (self.state, *self._covering_states, *states):
                 if state is not None:
                     state.delete(SNAPSHOT_FILES)
 
@@ -1305,9 +1307,14 @@ class MemoryStore:
         if state is None and directory is not None:
             state = DirectoryStateStore(directory)
         audited_here = state is None  # a view's forgetting is audited where the store's is
-        root_state = self._root[0]
-        if state is None and root_state is not None and target != self.scope:
-            state = root_state.child(scope_state_path(target))
+        root_state, root_scope = self._root
+        usual = None
+        if root_state is not None:
+            usual = (
+                root_state if target == root_scope else root_state.child(scope_state_path(target))
+            )
+        if state is None and usual is not None and target != self.scope:
+            state = usual
             if fallback_vocab_map is None:
                 fallback_vocab_map = self.vocab_map  # calibrated on the store it comes from
         vocab_map = load_vocab_map(state) or fallback_vocab_map
@@ -1332,6 +1339,11 @@ class MemoryStore:
         parent = () if self.state is None else (self.state,)
         view._covering_states = (*self._covering_states, *parent)
         view._view_root = self._root if root_state is not None else (view.state, target)
+        placed = view.state is not None and (
+            usual is None or view.state.location("") != usual.location("")
+        )
+        if placed and view.state is not None:
+            self._guard.placed_views[view.state.location("")] = (target, view.state)
         return view
 
     def as_retriever(

@@ -224,6 +224,30 @@ def test_a_forget_deletes_every_views_snapshot_holding_it_on_disk(
     assert _files_holding(tmp_path / "state", "4711") == []
 
 
+def test_a_forget_deletes_the_snapshot_of_a_view_kept_in_its_own_folder(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    alice = root.scoped({"user_id": "alice"}, data_dir=tmp_path / "alice")
+    secret = alice.store("Alice's locker code is 4711.")
+    alice.store(MEMORIES[0])
+    assert "4711" in SnapshotBuilder.from_llm(None).build(alice).text
+    root.scoped({"user_id": "alice"}).forget(ids=[secret.id or ""])  # a sibling view forgets
+    assert _files_holding(tmp_path / "alice", "4711") == []
+
+
+def test_a_view_back_at_the_root_scope_keeps_the_roots_state(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    root = MemoryStore(
+        InMemoryVectorStore(embeddings), scope={"user_id": "a"}, data_dir=tmp_path / "state"
+    )
+    back = root.scoped({"user_id": "b"}).scoped({"user_id": "a"})
+    assert back.state is not None
+    assert root.state is not None
+    assert back.state.location("snapshot.md") == root.state.location("snapshot.md")
+
+
 def test_every_view_of_one_scope_keeps_its_state_in_one_place(
     embeddings: HashEmbeddings, tmp_path: Path
 ) -> None:
