@@ -116,12 +116,17 @@ def _client(ctx: typer.Context, **overrides: Any) -> Iterator[ApiClient]:
         with ApiClient.remote(url, token=options.token, user=options.user) as client:
             yield client
         return
+    from cogito_lc.service.config import ConfigError
     from cogito_lc.service.server import create_app
 
     settings = _settings(options, **overrides)
     token = settings.api_token.get_secret_value() if settings.api_token else None
     # One request per command, most of them embedding nothing: load models on use.
-    with ApiClient.local(create_app(settings, warm_up=False), token=token) as client:
+    try:
+        app = create_app(settings, warm_up=False)
+    except ConfigError as exc:  # the store cannot be opened: another process holds it, say
+        raise CliError(str(exc)) from None
+    with ApiClient.local(app, token=token) as client:
         yield client
 
 

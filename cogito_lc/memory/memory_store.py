@@ -787,9 +787,9 @@ class MemoryStore:
                 roots, method = self._still_stored(matched, checked or "", target), "matched"
             chains = [doc for root in roots for doc in version_chain(self._store, root, target)]
             forgotten = list(dict.fromkeys(doc.id or "" for doc in chains))
+            record = self._audit(forgotten, target, reason)
             self._delete(forgotten, target)
             self._drop_snapshot({_scope_of(doc.metadata) for doc in chains})
-        record = self._audit(forgotten, target, reason)
         return ForgetResult(forgotten, method, record)
 
     def _forget_request(self, subject: str, scope: Scope) -> builtins.list[str]:
@@ -969,6 +969,11 @@ class MemoryStore:
         return self._store.get(wanted, as_scope(scope, self.scope).where())
 
     def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
+        """Record a forget before its deletes run: a crash between them keeps the record.
+
+        A retry after such a crash finds the memories still there, deletes them and
+        records again; one that finds them gone was done before the crash.
+        """
         name, record = audit_record(ids, scope.metadata(), reason)
         logger.info(
             "forgot %d memories in scope %s (%s)",
@@ -1062,9 +1067,9 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         with self.exclusive():
             held = self._require(id, target)
+            self._audit([id], target, "delete")
             self._delete([id], target)
             self._drop_snapshot({_scope_of(held.metadata)})
-        self._audit([id], target, "delete")
 
     def delete_scope(self, scope: ScopeLike) -> int:
         """Delete every memory of a non-empty scope; returns how many were deleted."""
@@ -1076,9 +1081,9 @@ class MemoryStore:
         with self.exclusive():
             ids = self._store.ids_in(target.where())
             held = self._scopes_within(target) if ids else set()
+            self._audit(ids, target, "delete_scope")
             self._delete(ids, target)
             self._drop_snapshot(held)
-        self._audit(ids, target, "delete_scope")
         return len(ids)
 
     def seed(

@@ -33,12 +33,20 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import TYPE_CHECKING, Any, Literal, cast
+import sqlite3
+import threading
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import SecretStr
 
 from cogito_lc._core.extras import missing_extra
-from cogito_lc.service.config import EMBEDDING_PROVIDERS, route_chat_model, route_model_string
+from cogito_lc.service.config import (
+    EMBEDDING_PROVIDERS,
+    ConfigError,
+    route_chat_model,
+    route_model_string,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -287,23 +295,71 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
         store.add_texts(["Auth tokens expire after 3600 seconds."])
         ```
     """
-    from langchain_chroma import Chroma
-
     if settings.vector_store == "qdrant":
         return _qdrant_from_settings(settings, embeddings)
     if settings.chroma_host:
         import chromadb
+        from langchain_chroma import Chroma
 
         client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
         return Chroma(
             collection_name=settings.collection, embedding_function=embeddings, client=client
         )
-    settings.store_path.mkdir(parents=True, exist_ok=True)
-    return Chroma(
-        collection_name=settings.collection,
-        embedding_function=embeddings,
-        persist_directory=str(settings.store_path),
-    )
+    return _embedded_chroma(settings, embeddings)
+
+
+_STORE_LOCKS: dict[Path, IO[str]] = {}
+"""The lock file of each embedded store this process opened, held until it exits."""
+_STORE_LOCKS_GUARD = threading.Lock()
+
+
+def _embedded_chroma(settings: CogitoSettings, embeddings: Embeddings) -> VectorStore:
+    """Chroma embedded at ``store_path``, which no other process may be using.
+
+    Raises:
+        ConfigError: If another process holds the store, or it cannot be opened
+            (a folder this process cannot write, say); one line naming ``store_path``.
+    """
+    import chromadb.errors
+    from langchain_chroma import Chroma
+
+    path = settings.store_path
+    where = f"the store at {path} (store_path, COGITO_STORE_PATH)"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        _hold_store_lock(path, where)
+        return Chroma(
+            collection_name=settings.collection,
+            embedding_function=embeddings,
+            persist_directory=str(path),
+        )
+    except (OSError, sqlite3.Error, chromadb.errors.ChromaError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = f"cannot open {where}: {reason}; give a folder this process can write."
+        raise ConfigError(msg) from exc
+
+
+def _hold_store_lock(path: Path, where: str) -> None:
+    """Lock ``path`` for this process: two processes writing one embedded store break it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX: not checked
+        return
+    key = path.resolve()
+    with _STORE_LOCKS_GUARD:
+        if key in _STORE_LOCKS:
+            return
+        handle = (key / ".cogito.lock").open("a", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            msg = (
+                f"another process is using {where}: stop it, or send commands to the "
+                "service it runs (--server or COGITO_SERVER)."
+            )
+            raise ConfigError(msg) from None
+        _STORE_LOCKS[key] = handle
 
 
 def _is_remote(settings: CogitoSettings) -> bool:

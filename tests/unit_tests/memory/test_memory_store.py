@@ -592,3 +592,35 @@ def test_seed_stores_a_note_again_once_its_memory_was_edited(
     third = memory.seed(tmp_path, progress=False)
     assert (third.stored, third.skipped) == (0, 1)
     assert memory.count() == 2
+
+
+def test_a_forget_cut_short_by_a_crash_keeps_its_audit_record(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from langchain_chroma import Chroma
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from cogito_lc import MemoryStore
+
+        embeddings = DeterministicFakeEmbedding(size=16)
+        store = Chroma("crash", embeddings, persist_directory={str(tmp_path / "db")!r})
+        memory = MemoryStore(store, data_dir={str(tmp_path / "state")!r})
+        doc = memory.store("My phone is 555-0101.")
+        print(doc.id, flush=True)
+        MemoryStore._delete = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+        memory.forget(ids=[doc.id], reason="user asked")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == -9, done.stderr
+    doc_id = done.stdout.strip()
+    records = [p.read_text(encoding="utf-8") for p in (tmp_path / "state").glob("*audit*")]
+    assert len(records) == 1
+    assert doc_id in records[0]
+    assert "user asked" in records[0]

@@ -581,3 +581,49 @@ def test_an_embedding_model_that_is_not_here_is_a_setting_to_fix_not_an_outage(
     assert answer is not None
     assert answer.status_code == 500
     assert "cannot be loaded" in str(answer.detail)
+
+
+def test_an_embedded_store_another_process_holds_is_refused_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import textwrap
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc.service.models import vectorstore_from_settings
+
+    store = tmp_path / "store"
+    store.mkdir()
+    holder = textwrap.dedent(
+        f"""
+        import fcntl, sys, time
+        handle = open({str(store / ".cogito.lock")!r}, "a")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        print("held", flush=True)
+        time.sleep(60)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "held"
+        settings = CogitoSettings(store_path=store)
+        with pytest.raises(ConfigError, match=r"another process is using the store at .*--server"):
+            vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=8))
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_store_path_that_is_a_file_is_one_line_naming_the_setting(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc.service.models import vectorstore_from_settings
+
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"cannot open the store at .* \(store_path, COGITO_STORE"
+    ):
+        vectorstore_from_settings(
+            CogitoSettings(store_path=taken), DeterministicFakeEmbedding(size=8)
+        )
