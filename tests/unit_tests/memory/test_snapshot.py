@@ -224,48 +224,56 @@ def test_a_forget_deletes_every_views_snapshot_holding_it_on_disk(
     assert _files_holding(tmp_path / "state", "4711") == []
 
 
+def _alice_in_her_own_folder(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> tuple[MemoryStore, MemoryStore, Document]:
+    """A root store, alice's view keeping its state in ``alice/``, and her secret."""
+    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    alice = root.scoped({"user_id": "alice"}, data_dir=tmp_path / "alice")
+    secret = alice.store("Alice's door code is 4711.")
+    alice.store(MEMORIES[0])
+    return root, alice, secret
+
+
 def test_a_forget_deletes_the_snapshot_of_a_view_kept_in_its_own_folder(
     embeddings: HashEmbeddings, tmp_path: Path
 ) -> None:
-    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
-    alice = root.scoped({"user_id": "alice"}, data_dir=tmp_path / "alice")
-    secret = alice.store("Alice's locker code is 4711.")
-    alice.store(MEMORIES[0])
+    root, alice, secret = _alice_in_her_own_folder(embeddings, tmp_path)
     assert "4711" in SnapshotBuilder.from_llm(None).build(alice).text
     root.scoped({"user_id": "alice"}).forget(ids=[secret.id or ""])  # a sibling view forgets
     assert _files_holding(tmp_path / "alice", "4711") == []
 
 
-def test_a_view_back_at_the_root_scope_keeps_the_roots_state(
-    embeddings: HashEmbeddings, tmp_path: Path
-) -> None:
-    root = MemoryStore(
-        InMemoryVectorStore(embeddings), scope={"user_id": "a"}, data_dir=tmp_path / "state"
-    )
-    back = root.scoped({"user_id": "b"}).scoped({"user_id": "a"})
-    assert back.state is not None
-    assert root.state is not None
-    assert back.state.location("snapshot.md") == root.state.location("snapshot.md")
-
-
+@pytest.mark.parametrize(
+    ("root_scope", "reached", "same_as"),
+    [
+        # a view reached through another keeps its state where the direct view does
+        (None, [{"user_id": "alice"}, {"run_id": "r1"}], {"user_id": "alice", "run_id": "r1"}),
+        # a view whose scope comes back to the root's keeps the root's state
+        ({"user_id": "a"}, [{"user_id": "b"}, {"user_id": "a"}], None),
+    ],
+)
 def test_every_view_of_one_scope_keeps_its_state_in_one_place(
-    embeddings: HashEmbeddings, tmp_path: Path
+    embeddings: HashEmbeddings,
+    tmp_path: Path,
+    root_scope: dict[str, str] | None,
+    reached: list[dict[str, str]],
+    same_as: dict[str, str] | None,
 ) -> None:
-    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
-    nested = root.scoped({"user_id": "alice"}).scoped({"run_id": "r1"})
-    direct = root.scoped({"user_id": "alice", "run_id": "r1"})
-    assert nested.state is not None
-    assert direct.state is not None
-    assert nested.state.location("snapshot.md") == direct.state.location("snapshot.md")
+    root = MemoryStore(InMemoryVectorStore(embeddings), scope=root_scope, data_dir=tmp_path / "s")
+    view = root
+    for scope in reached:
+        view = view.scoped(scope)
+    expected = root if same_as is None else root.scoped(same_as)
+    assert view.state is not None
+    assert expected.state is not None
+    assert view.state.location("snapshot.md") == expected.state.location("snapshot.md")
 
 
 def test_a_view_snapshot_holding_what_its_root_forgot_is_not_served_again(
     embeddings: HashEmbeddings, tmp_path: Path
 ) -> None:
-    root = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
-    alice = root.scoped({"user_id": "alice"}, data_dir=tmp_path / "alice")
-    secret = alice.store("Alice's door code is 4711.")
-    alice.store(MEMORIES[0])
+    root, alice, secret = _alice_in_her_own_folder(embeddings, tmp_path)
     built = SnapshotBuilder.from_llm(None).build(alice)
     assert "4711" in built.text
     assert sorted(built.sources) == sorted(d.id for d in alice.list())
