@@ -11,8 +11,8 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -787,8 +787,8 @@ class MemoryStore:
                 roots, method = self._still_stored(matched, checked or "", target), "matched"
             chains = [doc for root in roots for doc in version_chain(self._store, root, target)]
             forgotten = list(dict.fromkeys(doc.id or "" for doc in chains))
-            record = self._audit(forgotten, target, reason)
-            self._delete(forgotten, target)
+            with self._audited(forgotten, target, reason) as record:
+                self._delete(forgotten, target)
             self._drop_snapshot({_scope_of(doc.metadata) for doc in chains})
         return ForgetResult(forgotten, method, record)
 
@@ -968,23 +968,32 @@ class MemoryStore:
             return []
         return self._store.get(wanted, as_scope(scope, self.scope).where())
 
-    def _audit(self, ids: builtins.list[str], scope: Scope, reason: str) -> dict[str, Any]:
-        """Record a forget before its deletes run: a crash between them keeps the record.
+    @contextmanager
+    def _audited(
+        self, ids: builtins.list[str], scope: Scope, reason: str
+    ) -> Iterator[dict[str, Any]]:
+        """Record a forget, then run its deletes: a crash between them keeps the record.
 
-        A retry after such a crash finds the memories still there, deletes them and
-        records again; one that finds them gone was done before the crash.
+        A retry after a crash finds the memories still there, deletes them and
+        records again. Deletes that raise take the record back.
         """
         name, record = audit_record(ids, scope.metadata(), reason)
+        self.forget_log.append(record)
+        if self._audit_state is not None:
+            self._audit_state.write({name: audit_text(record)})
+        try:
+            yield record
+        except Exception:
+            self.forget_log.remove(record)
+            if self._audit_state is not None:
+                self._audit_state.delete([name])
+            raise
         logger.info(
             "forgot %d memories in scope %s (%s)",
             len(ids),
             scope.metadata(),
             escape_controls(reason),
         )
-        self.forget_log.append(record)
-        if self._audit_state is not None:
-            self._audit_state.write({name: audit_text(record)})
-        return record
 
     def complete_supersessions(self, *, recent: int | None = VERIFY_RECENT_MEMORIES) -> int:
         """Mark the memories that recent writes superseded but a crash left unmarked.
@@ -1067,8 +1076,8 @@ class MemoryStore:
         target = as_scope(scope, self.scope)
         with self.exclusive():
             held = self._require(id, target)
-            self._audit([id], target, "delete")
-            self._delete([id], target)
+            with self._audited([id], target, "delete"):
+                self._delete([id], target)
             self._drop_snapshot({_scope_of(held.metadata)})
 
     def delete_scope(self, scope: ScopeLike) -> int:
@@ -1081,8 +1090,8 @@ class MemoryStore:
         with self.exclusive():
             ids = self._store.ids_in(target.where())
             held = self._scopes_within(target) if ids else set()
-            self._audit(ids, target, "delete_scope")
-            self._delete(ids, target)
+            with self._audited(ids, target, "delete_scope"):
+                self._delete(ids, target)
             self._drop_snapshot(held)
         return len(ids)
 
@@ -1522,10 +1531,13 @@ class MemoryStore:
         wanted += [f"{doc.id}-2" for doc, moves in zip(documents, derived, strict=True) if moves]
         held = {doc.id: doc for doc in self._existing(list(dict.fromkeys(wanted)))}
         read = set(wanted)
-        return [
-            self._place(doc, held, read) if moves else _given_place(doc, held)
-            for doc, moves in zip(documents, derived, strict=True)
-        ]
+        places = []
+        for doc, moves in zip(documents, derived, strict=True):
+            doc_id, same = self._place(doc, held, read) if moves else _given_place(doc, held)
+            if same is None:
+                held[doc_id] = doc  # claimed by this batch: a later document meets it
+            places.append((doc_id, same))
+        return places
 
     def _place(
         self, doc: Document, held: dict[str | None, Document], read: set[str]

@@ -143,15 +143,15 @@ def _ingest(
     if not chunks:  # an empty file, or one of whitespace only
         return
     summary.chunks += len(chunks)
-    held = memory.stored_copies([chunk.page_content for chunk in chunks], scope=scope)
-    new = [chunk for chunk, same in zip(chunks, held, strict=True) if same is None]
-    summary.skipped += len(chunks) - len(new)
-    if summary.dry_run:
-        summary.stored += len(new)
-        return
-    if not new:
-        return
     try:
+        held = memory.stored_copies([chunk.page_content for chunk in chunks], scope=scope)
+        new = [chunk for chunk, same in zip(chunks, held, strict=True) if same is None]
+        summary.skipped += len(chunks) - len(new)
+        if summary.dry_run:
+            summary.stored += len(new)
+            return
+        if not new:
+            return
         if extract:
             for chunk in new:
                 summary.stored += memory.add(chunk.page_content, scope=scope).count

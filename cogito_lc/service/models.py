@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -308,8 +309,9 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
     return _embedded_chroma(settings, embeddings)
 
 
-_STORE_LOCKS: dict[Path, IO[str]] = {}
-"""The lock file of each embedded store this process opened, held until it exits."""
+_STORE_LOCKS: dict[tuple[int, Path], IO[str]] = {}
+"""The lock file of each embedded store a process opened (by process id: a forked child
+inherits the dict and must lock for itself), held until it exits."""
 _STORE_LOCKS_GUARD = threading.Lock()
 
 
@@ -345,11 +347,11 @@ def _hold_store_lock(path: Path, where: str) -> None:
         import fcntl
     except ImportError:  # pragma: no cover - not on POSIX: not checked
         return
-    key = path.resolve()
+    key = (os.getpid(), path.resolve())
     with _STORE_LOCKS_GUARD:
         if key in _STORE_LOCKS:
             return
-        handle = (key / ".cogito.lock").open("a", encoding="utf-8")
+        handle = (key[1] / ".cogito.lock").open("a", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -298,7 +298,7 @@ ALLOWED = {
             r"INSERT INTO cogito_state \(name, content\) VALUES \(\$1, \$2\) ON CONFLICT "
             r"\(name\) DO UPDATE SET content = EXCLUDED\.content, updated_at = now\(\)"
         ),
-        "MemoryStore._audit writes the record of a forgetting (ids, time, scope, reason) to "
+        "MemoryStore._audited writes the record of a forgetting (ids, time, scope, reason) to "
         "the state table, which holds no memories and is not distributed by scope",
     ),
     "connection setting": Allowed(

@@ -624,3 +624,41 @@ def test_a_forget_cut_short_by_a_crash_keeps_its_audit_record(tmp_path: Path) ->
     assert len(records) == 1
     assert doc_id in records[0]
     assert "user asked" in records[0]
+
+
+def test_deletes_that_fail_take_their_audit_record_back(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    memory = MemoryStore(InMemoryVectorStore(embeddings), data_dir=tmp_path / "state")
+    doc = memory.store("My phone is 555-0101.")
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        msg = "store down"
+        raise ConnectionError(msg)
+
+    memory._store.delete = unreachable  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        memory.forget(ids=[doc.id or ""])
+    assert memory.get(doc.id or "") is not None
+    assert memory.forget_log == []
+    assert list((tmp_path / "state").glob("*audit*")) == []
+
+
+def test_one_batch_never_writes_two_texts_under_one_id(memory: MemoryStore) -> None:
+    with pytest.raises(MemoryConflictError, match="'k' is already used"):
+        memory.store_many([Document("A text", id="k"), Document("B text", id="k")])
+    edited = memory.store("X original")
+    memory.update(edited.id or "", "X edited")
+    moved = f"{edited.id}-2"  # where "X original" goes now
+    with pytest.raises(MemoryConflictError, match=moved):
+        memory.store_many([Document("X original"), Document("Y", id=moved)])
+    assert sorted(d.page_content for d in memory.list()) == ["X edited"]
+
+
+def test_seed_reports_a_chunk_too_long_and_goes_on(chroma: Chroma, tmp_path: Path) -> None:
+    memory = MemoryStore(chroma, max_text_chars=100)
+    (tmp_path / "a.md").write_text("x" * 299 + "\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("Deploys freeze on Fridays.\n", encoding="utf-8")
+    summary = memory.seed(tmp_path, progress=False)
+    assert summary.stored == 1
+    assert [Path(name).name for name, _ in summary.failed] == ["a.md"]

@@ -627,3 +627,21 @@ def test_a_store_path_that_is_a_file_is_one_line_naming_the_setting(tmp_path: Pa
         vectorstore_from_settings(
             CogitoSettings(store_path=taken), DeterministicFakeEmbedding(size=8)
         )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_share_its_parents_store_lock(tmp_path: Path) -> None:
+    from cogito_lc.service.models import _hold_store_lock
+
+    _hold_store_lock(tmp_path, "the store")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            _hold_store_lock(tmp_path, "the store")
+            os.write(write, b"locked")
+        except ConfigError:
+            os.write(write, b"refused")
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(read, 16) == b"refused"
