@@ -283,6 +283,15 @@ ALLOWED = {
         re.compile(r"SET LOCAL max_parallel_workers_per_gather = 0"),
         "no parallel plan for the lexical search that follows in the same transaction",
     ),
+    "insertion order": Allowed(
+        re.compile(
+            r"SELECT nextval\(pg_get_serial_sequence\(\$1, 'seq'\)\) "
+            r"FROM generate_series\(1, \$2\)"
+        ),
+        "PostgresAdapter._next_seqs takes a batch's numbers of the insertion order from the "
+        "table's sequence, in the order written: it reads no row (a distributed table's "
+        "sequence is served by the coordinator)",
+    ),
     "vector type lookup": Allowed(
         re.compile(r"SELECT .* FROM pg_type t WHERE .*"),
         "psycopg's lookup of the vector type when the pool opens a connection "
