@@ -854,12 +854,11 @@ class MemoryStore:
         root store's usual place for it, or where the view was told to keep them.
         """
         scopes = list(scopes)
-        forgotten = [set(scope.items()) for scope in scopes]
         root_state, root_scope = self._root
         states = [
             state
             for view, state in list(self._guard.placed_views.values())
-            if any(set(view.items()) <= held for held in forgotten)
+            if any(view.contains(scope.metadata()) for scope in scopes)
         ]
         if root_state is not None:
             seen = {v for scope in scopes for v in _views_holding(scope, root_scope)}
@@ -1353,10 +1352,9 @@ class MemoryStore:
         parent = () if self.state is None else (self.state,)
         view._covering_states = (*self._covering_states, *parent)
         view._view_root = self._root if root_state is not None else (view.state, target)
-        placed = view.state is not None and (
+        if view.state is not None and (
             usual is None or view.state.location("") != usual.location("")
-        )
-        if placed and view.state is not None:
+        ):
             self._guard.placed_views[view.state.location("")] = (target, view.state)
         return view
 

@@ -304,7 +304,7 @@ class MemoryService:
         self.judge = memory.judge
         """The supersession judge every scope writes with (None: no supersession by default)."""
         if options.vocab_map is not None:  # the setting wins over a calibrated map
-            memory.vocab_map = {k: list(v) for k, v in options.vocab_map.items()}
+            memory.vocab_map = self._configured_vocab_map()
         self.reads = CapacityLimiter(options.worker_threads)
         self.writes = CapacityLimiter(1)
         self.jobs = CapacityLimiter(1)
@@ -397,7 +397,7 @@ class MemoryService:
             {"user_id": user_id}, state=state, fallback_vocab_map=self.options.vocab_map
         )
         if self.options.vocab_map is not None:  # the setting wins over a calibrated map
-            scoped.vocab_map = {k: list(v) for k, v in self.options.vocab_map.items()}
+            scoped.vocab_map = self._configured_vocab_map()
         # A view judges and forgets as the store it comes from.
         scoped.judge = self.memory.judge
         scoped.supersession_candidates = self.memory.supersession_candidates
@@ -807,6 +807,11 @@ class MemoryService:
         )
         return builder.build(view.memory, rebuild=rebuild, dry_run=dry_run)
 
+    def _configured_vocab_map(self) -> dict[str, list[str]] | None:
+        """A copy of the ``vocab_map`` setting for one store, which may change its own."""
+        configured = self.options.vocab_map
+        return None if configured is None else {k: list(v) for k, v in configured.items()}
+
     def calibrate(self, view: ScopeView, dry_run: bool) -> tuple[Any, bool]:
         """Calibrate the scope's vocabulary map; retrievers pick it up on their next use.
 
@@ -819,12 +824,11 @@ class MemoryService:
         calibrator = VocabCalibrator.from_llm(
             self.options.extract_llm, structured_output=self.options.structured_output
         )
-        configured = self.options.vocab_map
         result = calibrator.calibrate(view.memory, dry_run=dry_run)
         if dry_run or not result.vocab_map:
             return result, False
-        if configured is not None:
-            view.memory.vocab_map = {k: list(v) for k, v in configured.items()}
+        if self.options.vocab_map is not None:
+            view.memory.vocab_map = self._configured_vocab_map()
             logger.warning(
                 "calibrated vocabulary map saved but not used: the vocab_map setting is "
                 "configured and wins; remove it to recall with the calibrated map"
