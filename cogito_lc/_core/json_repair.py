@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 __all__ = [
@@ -155,7 +156,9 @@ def remove_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
-def extract_json(text: str, *, shape: JsonShape = "any") -> Any:
+def extract_json(
+    text: str, *, shape: JsonShape = "any", prefer: Callable[[Any], bool] | None = None
+) -> Any:
     """Find and decode the first JSON value of the requested shape in model output.
 
     A reply that opens with a value of that shape is decoded as it stands, so
@@ -167,6 +170,9 @@ def extract_json(text: str, *, shape: JsonShape = "any") -> Any:
         text: Raw model output.
         shape: ``"array"`` or ``"object"`` to accept only that kind of value,
             ``"any"`` for the first array or object found.
+        prefer: When given, the first value it accepts wins over values before
+            it (prose such as ``"on a [0, 1] scale"`` decodes too); the first
+            value found is returned when it accepts none.
 
     Returns:
         The decoded value.
@@ -176,17 +182,22 @@ def extract_json(text: str, *, shape: JsonShape = "any") -> Any:
         JsonExtractionError: If no JSON value of that shape can be decoded.
     """
     leading = _leading_value(text, _OPENERS[shape])
-    if leading is not _MISSING:
+    if leading is not _MISSING and (prefer is None or prefer(leading)):
         return leading
     truncated = False
+    fallback = leading
     for candidate in _candidates(text):
         try:
-            value = _decode_first(candidate, _OPENERS[shape])
+            value = _decode_first(candidate, _OPENERS[shape], prefer)
         except TruncatedJsonError:
             truncated = True
             continue
-        if value is not _MISSING:
+        if value is not _MISSING and (prefer is None or prefer(value)):
             return value
+        if fallback is _MISSING:
+            fallback = value
+    if fallback is not _MISSING:
+        return fallback
     preview = text[:80]
     if truncated:
         msg = f"The JSON {shape} value in model output starting with {preview!r} is cut off"
@@ -293,28 +304,33 @@ def _candidates(text: str) -> list[str]:
     return [*strip_code_fences(cleaned), cleaned]
 
 
-def _decode_first(text: str, openers: str) -> Any:
-    """Decode the first value starting at one of ``openers``.
+def _decode_first(text: str, openers: str, prefer: Callable[[Any], bool] | None = None) -> Any:
+    """Decode the first value starting at one of ``openers`` (that ``prefer`` accepts).
 
     Later start positions are tried only when an earlier one is not JSON, so prose
     such as ``[see below]`` is skipped. Start positions inside a bracketed span that
     failed to decode are not tried: the inner values of a malformed value are not
     the answer. A first value that runs to the end of the text without closing
-    raises instead of yielding one of its inner values.
+    raises instead of yielding one of its inner values. With ``prefer``, values
+    it refuses are passed over (not their inner values) for a later one it
+    accepts, and the first value is returned when there is none.
     """
     starts = [index for index, char in enumerate(text) if char in openers]
     skip_before = 0
+    first: Any = _MISSING
     for position, start in enumerate(starts[:_MAX_START_POSITIONS]):
         if start < skip_before:
             continue
         value, error = _decode_at(text, start)
         if error is None:
-            return value
-        if position == 0 and _looks_cut_off(text, start, error):
+            if prefer is None or prefer(value):
+                return value
+            first = value if first is _MISSING else first
+        elif position == 0 and _looks_cut_off(text, start, error):
             msg = "JSON value cut off at the end of the text"
             raise TruncatedJsonError(msg)
         skip_before = _span_end(text, start) or start
-    return _MISSING
+    return first
 
 
 def _decode_at(text: str, start: int) -> tuple[Any, json.JSONDecodeError | None]:

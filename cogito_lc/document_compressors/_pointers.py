@@ -258,13 +258,20 @@ def _is_echo(line: str, prompt_lines: set[str]) -> bool:
 
 def _reply_items(raw: str) -> list[Any]:
     try:
-        value = extract_json(raw, shape="any")
+        value = extract_json(raw, shape="any", prefer=_names_pointers)
     except TruncatedJsonError as exc:
         return _salvaged(raw, exc)
     except JsonExtractionError as exc:
         msg = f"no JSON array in the reply ({exc})"
         raise PointerParseError(msg) from exc
     return _as_list(value)
+
+
+def _names_pointers(value: Any) -> bool:
+    """Whether a decoded value is the answer's object (``{"ids": [...]}``), not prose's brackets."""
+    return isinstance(value, dict) and any(
+        isinstance(value.get(key), list) for key in _POINTER_KEYS
+    )
 
 
 def _salvaged(raw: str, cause: Exception) -> list[Any]:

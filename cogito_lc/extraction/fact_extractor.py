@@ -14,6 +14,7 @@ prompt. The prompt is resolved when the extractor is built.
 
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
 from collections.abc import Sequence
@@ -110,6 +111,17 @@ class Fact(BaseModel):
     importance: float = Field(default=0.5, description="How important the fact is, 0.0 to 1.0.")
     """Importance between 0 and 1; values outside are clamped, a missing or null one is 0.5."""
 
+    @field_validator("content")
+    @classmethod
+    def _says_something(cls, value: str) -> str:
+        if not any(character.isalnum() for character in value):
+            msg = (
+                f"content must state a fact in words, got {value!r} (a placeholder such as "
+                "'...' copied from the prompt's example is not a fact)"
+            )
+            raise ValueError(msg)
+        return value
+
     @field_validator("kind", mode="before")
     @classmethod
     def _normalise_kind(cls, value: Any) -> Any:
@@ -144,7 +156,7 @@ class FactExtractionInput(BaseModel):
         ```
     """
 
-    model_config = ConfigDict(validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
     text: str
     """Agent output to extract facts from."""
@@ -505,12 +517,24 @@ def _as_request(value: Any) -> FactExtractionInput:
     if isinstance(value, str):
         return FactExtractionInput(text=value)
     if isinstance(value, dict):
+        _check_fields(value)
         return FactExtractionInput.model_validate(value)
     msg = (
         "FactExtractor takes a FactExtractionInput, a dict of its fields or a string, "
         f"got {type(value).__name__}."
     )
     raise TypeError(msg)
+
+
+def _check_fields(value: dict[str, Any]) -> None:
+    """Refuse an input key that is no field, naming the closest one (a typo would cap nothing)."""
+    fields = list(FactExtractionInput.model_fields)
+    for key in value:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            msg = f"FactExtractor input has no field {key!r}: {hint}its fields are {fields}."
+            raise ValueError(msg)
 
 
 def _no_call_options(kwargs: dict[str, Any]) -> None:

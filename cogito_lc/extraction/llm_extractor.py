@@ -36,7 +36,6 @@ from cogito_lc._core.json_repair import (
     JsonExtractionError,
     TruncatedJsonError,
     extract_json,
-    extract_json_list,
     json_value_as_list,
     salvage_json_array,
 )
@@ -605,6 +604,9 @@ class LlmExtractorBuilder(ComponentBuilder["LlmExtractor[O]"], Generic[O]):
 def decode_items(raw: str) -> tuple[list[Any], bool]:
     """Decode the JSON list in a model reply tolerantly (see :func:`extract_json_list`).
 
+    A value that can hold the items (an object, or a list holding one) wins over
+    brackets in prose before it, such as ``"on a [0, 1] scale"``.
+
     Args:
         raw: The reply text.
 
@@ -615,12 +617,19 @@ def decode_items(raw: str) -> tuple[list[Any], bool]:
         JsonExtractionError: If the reply holds no list, object or complete item.
     """
     try:
-        return extract_json_list(raw), False
+        return json_value_as_list(extract_json(raw, shape="any", prefer=_holds_objects)), False
     except TruncatedJsonError:
         items = salvage_json_array(raw)
         if not items:
             raise
         return items, True
+
+
+def _holds_objects(value: Any) -> bool:
+    """Whether a decoded value can hold the items (objects), not prose's brackets (``[0, 1]``)."""
+    return isinstance(value, dict) or (
+        isinstance(value, list) and any(isinstance(item, dict) for item in value)
+    )
 
 
 def validate_items(

@@ -913,3 +913,20 @@ def test_pointer_output_parser_without_a_bound(reply: str, pointers: list[int]) 
 def test_pointer_output_parser_raises_output_parser_exception(reply: str) -> None:
     with pytest.raises(OutputParserException):
         PointerOutputParser(shown=3).parse(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('I compared [1] to [3]; the relevant one is {"ids": [4]}', [4]),
+        ('Candidate [3] is close, but {"ids": [2, 1]}', [2, 1]),
+        ('Answer: {"ids": [4, 2]} (not [1])', [4, 2]),
+    ],
+)
+def test_the_answers_object_wins_over_brackets_in_prose_before_it(
+    reply: str, expected: list[int]
+) -> None:
+    result, _, docs = run(reply, structured_output="none")
+
+    assert result.method is FilterMethod.FILTER
+    assert [doc.id for doc in result.documents] == [docs[i - 1].id for i in expected]

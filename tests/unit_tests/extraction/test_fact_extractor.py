@@ -766,3 +766,42 @@ async def test_keyword_options_are_refused_not_ignored() -> None:
     with pytest.raises(TypeError, match="mxa_facts"):
         await extractor.ainvoke(DECISION_TEXT, mxa_facts=1)
     assert extractor.invoke({"text": DECISION_TEXT, "max_facts": 1}) == []
+
+
+@pytest.mark.parametrize("content", ["...", "…", " - ", "?!"])
+def test_a_placeholder_fact_is_dropped_so_the_text_is_not_lost(content: str) -> None:
+    reply = json.dumps({"items": [{"content": content, "kind": "rule", "importance": 0.0}]})
+
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.value == []
+    assert result.method is ExtractionMethod.PARSE_ERROR
+
+
+BRACKETS_IN_PROSE = [
+    'Importance is on a [0, 1] scale. Facts:\n{"items": [%s]}',
+    "Per the output [1], the facts are:\n[%s]",
+    "Kinds [rule, decision] apply. [%s]",
+]
+
+
+@pytest.mark.parametrize("template", BRACKETS_IN_PROSE)
+def test_brackets_in_prose_before_the_facts_are_not_taken_for_them(template: str) -> None:
+    fact = {"content": "Deploys freeze on Fridays.", "kind": "rule", "importance": 0.9}
+    reply = template % json.dumps(fact)
+
+    result = FactExtractor.from_llm(FakeListChatModel(responses=[reply])).invoke_with_result(
+        DECISION_TEXT
+    )
+
+    assert result.method is ExtractionMethod.TEXT
+    assert [fact.content for fact in result.value] == ["Deploys freeze on Fridays."]
+
+
+def test_a_misspelt_key_of_a_dict_input_is_refused_with_the_closest_name() -> None:
+    extractor = FactExtractor.from_llm(FakeListChatModel(responses=["[]"]))
+
+    with pytest.raises(ValueError, match=r"'max_fact'.*did you mean 'max_facts'"):
+        extractor.invoke({"text": DECISION_TEXT, "max_fact": 2})
