@@ -1614,8 +1614,9 @@ class MemoryStore:
         Which of ``supersedes`` are still current is read under the write lock,
         so two writers never both replace one memory. ``named`` (the caller gave
         the ids) makes one that is not an error; otherwise (a judge chose them
-        earlier) it is left out and returned as kept current. A crash between
-        the write and the marks is completed at start-up. A memory ``dated`` by
+        earlier) it is left out and returned as kept current. The write and the
+        marks commit together on a database replicas share; elsewhere a crash
+        between them is completed at start-up. A memory ``dated`` by
         its caller replaces only earlier ones; one written now (no date given)
         is dated no earlier than what it replaces, since clocks of replicas differ.
         """
@@ -1641,9 +1642,10 @@ class MemoryStore:
                 replaced = found.ids
             if replaced:
                 doc.metadata[SUPERSEDES_KEY] = supersedes_value(replaced)
-            written = self._write([doc], vectors)[0]
-            if written is doc:
-                self._apply_marks(superseded_marks(doc), scope.where())
+            with self._store.atomic():  # other replicas never see the write without its marks
+                written = self._write([doc], vectors)[0]
+                if written is doc:
+                    self._apply_marks(superseded_marks(doc), scope.where())
         return _Superseding(written, kept)
 
     def _current(self, ids: Sequence[str], scope: Scope) -> dict[str, Document]:

@@ -82,7 +82,7 @@ from cogito_lc.service._dependencies import (
 )
 from cogito_lc.service._schemas import MemoryHit, finite
 from cogito_lc.service.models import ModelLoadError
-from cogito_lc.stores.postgres import WriteLockTimeoutError
+from cogito_lc.stores.postgres import StatementTimeoutError, WriteLockTimeoutError
 
 if TYPE_CHECKING:
     from cogito_lc.document_compressors.supersession import SupersessionJudge
@@ -251,6 +251,12 @@ def _answered_error(exc: Exception) -> HTTPException | None:
     if isinstance(exc, WriteLockTimeoutError):
         logger.warning("%s", exc)
         return _retry_shortly("another replica held the store's write lock; retry shortly")
+    if isinstance(exc, StatementTimeoutError):
+        logger.warning("%s", exc)
+        return _retry_shortly(
+            "a database statement ran past its time limit (another transaction held what it "
+            "needed); retry shortly"
+        )
     model_error = next((e for e in exception_chain(exc) if isinstance(e, ModelLoadError)), None)
     if model_error is not None:
         logger.error("%s", model_error)

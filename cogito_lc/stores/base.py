@@ -391,6 +391,17 @@ class StoreAdapter:
         """
         return contextlib.nullcontext()
 
+    def atomic(self) -> contextlib.AbstractContextManager[object]:
+        """One transaction for this thread's writes inside the block, where the store has them.
+
+        Nothing here: a store one process writes completes a step cut short at
+        its next start, before it serves anyone. A database several replicas
+        write commits the steps together or not at all
+        (:class:`~cogito_lc.stores.postgres.PostgresAdapter`), so no replica ever
+        sees half of them.
+        """
+        return contextlib.nullcontext()
+
     def set_metadata(
         self, updates: Mapping[str, Mapping[str, Any]], where: Mapping[str, Any] | None = None
     ) -> list[Document]:

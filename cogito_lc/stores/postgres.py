@@ -23,7 +23,8 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -70,6 +71,7 @@ __all__ = [
     "PostgresAdapter",
     "PostgresBinding",
     "PostgresDatabase",
+    "StatementTimeoutError",
     "WriteLockTimeoutError",
     "open_postgres_store",
     "postgres_binding",
@@ -161,6 +163,14 @@ class DatabaseUnavailableError(RuntimeError):
     """The database stopped answering (restarting, network cut); retry shortly."""
 
 
+class StatementTimeoutError(DatabaseUnavailableError):
+    """A statement ran past ``statement_timeout`` or waited past ``lock_timeout``.
+
+    The database answered: another transaction held the rows or lock the
+    statement needed, or the statement is slow. Retry shortly.
+    """
+
+
 _OUTAGE_CLASSES = ("08", "53", "57P", "58", "XX")
 """SQLSTATE prefixes of a lost connection, a server shutting down or out of resources."""
 
@@ -213,6 +223,10 @@ def _scrub(text: str, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
+_RESERVED_SUFFIXES = ("_bm25", "_seq", "_embedding_hnsw", "_content_tsv")
+"""Endings of the names a collection's own tables and indexes take (``<collection>_bm25``)."""
+
+
 def _quote(name: str) -> str:
     if not _NAME_RE.match(name):
         msg = (
@@ -220,7 +234,19 @@ def _quote(name: str) -> str:
             "and underscores (at most 48, not starting with a digit)."
         )
         raise ValueError(msg)
+    if name.endswith(_RESERVED_SUFFIXES):
+        msg = (
+            f"collection {name!r} ends like the tables and indexes collections keep beside "
+            f"their own ({', '.join(_RESERVED_SUFFIXES)}); choose a name without that ending."
+        )
+        raise ValueError(msg)
     return f'"{name}"'
+
+
+_ATOMIC: ContextVar[tuple[PostgresDatabase, Any] | None] = ContextVar(
+    "cogito_postgres_atomic", default=None
+)
+"""The database and connection of the :meth:`PostgresDatabase.atomic` block this thread is in."""
 
 
 class PostgresDatabase:
@@ -371,13 +397,17 @@ class PostgresDatabase:
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
-        """A pooled connection (autocommit).
+        """A pooled connection (autocommit), or the one of the :meth:`atomic` block around.
 
         Raises:
             DatabaseUnavailableError: At once while the breaker is open; else when
                 no connection comes within ``timeout`` or the database is lost
                 mid-statement (which opens the breaker).
         """
+        held = _ATOMIC.get()
+        if held is not None and held[0] is self:
+            yield held[1]
+            return
         import psycopg
         from psycopg.errors import LockNotAvailable, QueryCanceled
 
@@ -386,10 +416,11 @@ class PostgresDatabase:
             with conn:
                 yield conn
         except psycopg.OperationalError as error:
-            if _is_outage(error):
-                self.breaker.trip(self._reason(error))
-            elif not isinstance(error, (QueryCanceled, LockNotAvailable)):
+            if isinstance(error, (QueryCanceled, LockNotAvailable)):
+                raise self._timed_out(error) from None
+            if not _is_outage(error):
                 raise  # a statement that failed alone: its own error, not "unavailable"
+            self.breaker.trip(self._reason(error))
             raise self._unavailable(error) from None
         finally:
             pool.putconn(conn)
@@ -414,6 +445,14 @@ class PostgresDatabase:
                 if pool is self.pool:
                     raise self._unavailable(error) from None
 
+    def _timed_out(self, error: Exception) -> StatementTimeoutError:
+        msg = (
+            f"a statement on the database at {self.safe_url} ran past its time limit "
+            f"({self._reason(error)}): another transaction held what it needed, or it is "
+            "slow; retry shortly"
+        )
+        return StatementTimeoutError(msg)
+
     def _unavailable(self, error: Exception | None) -> DatabaseUnavailableError:
         reason = self.breaker.reason if error is None else self._reason(error)
         msg = f"the database at {self.safe_url} is not answering: {reason}"
@@ -421,9 +460,31 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """A pooled connection inside one transaction."""
+        """A pooled connection inside one transaction (the :meth:`atomic` block's, in one)."""
+        held = _ATOMIC.get()
+        if held is not None and held[0] is self:
+            yield held[1]
+            return
         with self.connection() as conn, conn.transaction():
             yield conn
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Run every statement of this thread inside the block in one transaction.
+
+        Committed at the end, rolled back if the block raises or the replica dies
+        in it. Nested blocks join the outer one.
+        """
+        held = _ATOMIC.get()
+        if held is not None and held[0] is self:
+            yield
+            return
+        with self.connection() as conn, conn.transaction():
+            token = _ATOMIC.set((self, conn))
+            try:
+                yield
+            finally:
+                _ATOMIC.reset(token)
 
     def migrate(self, component: str, steps: Sequence[str]) -> None:
         """Bring ``component`` to ``len(steps)``: run each SQL step not yet applied.
@@ -754,6 +815,10 @@ class PostgresAdapter(BatchedSearchAdapter):
                 raise WriteLockTimeoutError(msg) from None
             with _renewed(conn, lease / 5, self.binding.table):
                 yield
+
+    def atomic(self) -> AbstractContextManager[object]:
+        """One transaction for the block's statements (see :meth:`PostgresDatabase.atomic`)."""
+        return self.database.atomic()
 
     # -- reads and deletes ------------------------------------------------------
 

@@ -25,6 +25,8 @@ from cogito_lc.stores.postgres import (
     DatabaseSetupError,
     PostgresAdapter,
     PostgresDatabase,
+    StatementTimeoutError,
+    open_postgres_store,
     where_to_sql,
 )
 from tests.integration_tests.conftest import EXAMPLES_DATA
@@ -435,6 +437,40 @@ def test_setup_errors_name_the_setting_and_hide_the_password(pg_collection: str)
     assert "COGITO_DATABASE_URL" in message
     assert "hunter2secret" not in message
     assert "cogito:***@127.0.0.1:1" in message
+
+
+@pytest.mark.parametrize("ending", ["_bm25", "_seq", "_embedding_hnsw", "_content_tsv"])
+def test_a_collection_named_like_another_collections_own_tables_is_refused(
+    pg_url: str, pg_collection: str, ending: str
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=8)
+    _memory(pg_url, pg_collection, embeddings).store("The billing API listens on port 8443.")
+
+    with pytest.raises(ValueError, match=f"ends like the tables.*{ending}"):
+        _memory(pg_url, pg_collection + ending, embeddings)
+    assert _memory(pg_url, pg_collection, embeddings).count() == 1
+
+
+def test_a_write_held_up_by_another_transaction_times_out_without_opening_the_breaker(
+    pg_url: str, pg_collection: str
+) -> None:
+    embeddings = DeterministicFakeEmbedding(size=8)
+    database = PostgresDatabase(pg_url, statement_timeout=1.0)
+    memory = closed_after_test(
+        MemoryStore(open_postgres_store(database, embeddings, collection=pg_collection))
+    )
+    held = memory.store("The billing API listens on port 8443.")
+
+    with psycopg.connect(pg_url) as other, other.transaction():
+        other.execute(
+            sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(sql.Identifier(pg_collection))
+        )
+        with pytest.raises(StatementTimeoutError, match="ran past its time limit"):
+            memory.store("Deploys freeze on Fridays.")
+        assert not database.breaker.is_open
+        assert memory.get(held.id or "") is not None  # reads go on meanwhile
+
+    assert memory.store("Deploys freeze on Fridays.").id is not None
 
 
 def test_a_missing_database_is_named(pg_url: str, pg_collection: str) -> None:

@@ -94,6 +94,45 @@ def test_two_postgres_replicas_never_both_supersede_one_memory(
         first.forget(ids=[current.id or ""])
 
 
+KILLED_BEFORE_THE_MARKS = textwrap.dedent(
+    """
+    import os, sys
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from cogito_lc import MemoryStore
+    from cogito_lc.stores.postgres import PostgresAdapter
+
+    url, collection, old_id = sys.argv[1:4]
+    memory = MemoryStore.from_database_url(
+        url, embeddings=DeterministicFakeEmbedding(size=16), collection=collection,
+        scope={"user_id": "alice"},
+    )
+    PostgresAdapter.set_metadata = lambda *args, **kwargs: os._exit(9)  # killed right here
+    memory.store("I'm all settled in Denver now.", supersedes=[old_id])
+    """
+)
+
+
+def test_a_replica_killed_between_a_supersessions_write_and_marks_leaves_no_second_current(
+    pg_url: str, pg_collection: str
+) -> None:
+    first = closed_after_test(_replica(pg_url, pg_collection, DeterministicFakeEmbedding(size=16)))
+    old = first.store(AUSTIN)
+
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_BEFORE_THE_MARKS, pg_url, pg_collection, old.id or ""],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert killed.returncode == 9, killed.stderr
+    assert [d.id for d in first.list(include_superseded=True)] == [old.id]
+    new = first.store("I live in Boston now.", supersedes=[old.id or ""])
+    assert [d.id for d in first.list(include_superseded=False)] == [new.id]
+    assert [d.id for d in first.history(old.id or "")] == [old.id, new.id]
+
+
 def test_a_forget_on_one_postgres_replica_racing_a_supersede_on_another_leaves_neither(
     pg_url: str, pg_collection: str
 ) -> None:
