@@ -303,10 +303,34 @@ def vectorstore_from_settings(settings: CogitoSettings, embeddings: Embeddings) 
         from langchain_chroma import Chroma
 
         client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
-        return Chroma(
+        store = Chroma(
             collection_name=settings.collection, embedding_function=embeddings, client=client
         )
-    return _embedded_chroma(settings, embeddings)
+        where = f"the collection {settings.collection!r} of the Chroma server (chroma_host)"
+        return _fitting_model(store, embeddings, where)
+    where = f"the collection {settings.collection!r} at {settings.store_path} (store_path)"
+    return _fitting_model(_embedded_chroma(settings, embeddings), embeddings, where)
+
+
+def _fitting_model(store: VectorStore, embeddings: Embeddings, where: str) -> VectorStore:
+    """``store``, whose collection's vectors are checked to be the size of the model's.
+
+    Raises:
+        ConfigError: If the collection holds vectors of another size (made with
+            another model): every write would fail, so the service does not start.
+    """
+    from cogito_lc.stores._dimension import checked_embeddings
+
+    held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]  # type: ignore[attr-defined]
+    if held is None or len(held) == 0:
+        return store
+    try:
+        checked = checked_embeddings(embeddings, len(held[0]), where)
+    except ValueError as exc:
+        msg = f"{exc} (embed_model, COGITO_EMBED_MODEL; or set store_path or collection)"
+        raise ConfigError(msg) from None
+    store._embedding_function = checked  # type: ignore[attr-defined]
+    return store
 
 
 _STORE_LOCKS: dict[tuple[int, Path], IO[str]] = {}

@@ -645,3 +645,24 @@ def test_a_forked_child_does_not_share_its_parents_store_lock(tmp_path: Path) ->
         os._exit(0)
     os.waitpid(child, 0)
     assert os.read(read, 16) == b"refused"
+
+
+def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    from langchain_chroma import Chroma
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc.service.models import vectorstore_from_settings
+
+    settings = CogitoSettings(store_path=tmp_path / "store", collection="notes")
+    earlier = Chroma(
+        "notes", DeterministicFakeEmbedding(size=8), persist_directory=str(tmp_path / "store")
+    )
+    earlier.add_texts(["Auth tokens expire after 3600 seconds."])
+
+    with pytest.raises(ConfigError, match=r"size 8, but the embedding model gives 16.*embed_model"):
+        vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=16))
+    same = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=8))
+    same.add_texts(["Deploys freeze on Fridays."])
+    assert len(same.get()["ids"]) == 2
