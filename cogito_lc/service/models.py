@@ -321,7 +321,11 @@ def _fitting_model(store: VectorStore, embeddings: Embeddings, where: str) -> Ve
     """
     from cogito_lc.stores._dimension import checked_embeddings
 
-    held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]  # type: ignore[attr-defined]
+    try:
+        held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]  # type: ignore[attr-defined]
+    except Exception as exc:  # a server not up yet: its requests answer 503 until it is back
+        logger.warning("could not read a vector of %s to check its size: %s", where, exc)
+        return store
     if held is None or len(held) == 0:
         return store
     try:
