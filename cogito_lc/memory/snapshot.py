@@ -13,6 +13,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, Field
 
+from cogito_lc._core.graphemes import cut
 from cogito_lc._core.json_repair import strip_reasoning
 from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
@@ -90,12 +91,12 @@ class TopicIndex(BaseModel):
 
 def _clean_heading(heading: str) -> str:
     text = " ".join(heading.replace("#", " ").split())
-    return text[:80] or "Memories"
+    return cut(text, 80) or "Memories"
 
 
 def _shorten(text: str, limit: int) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
+    return flat if len(flat) <= limit else cut(flat, limit - 1).rstrip() + "\u2026"
 
 
 def render(
@@ -133,9 +134,11 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     topic headings with the numbers under each; the code renders each memory's
     stored text verbatim (cut to ``item_chars``), so the snapshot contains no
     model-written facts. ``summary`` mode: the model writes a free-text index
-    through the registry prompt ``snapshot``. Without a model, or when it fails,
-    memories are grouped without one (by metadata ``kind``/headings/source, else
-    by shared keywords) and the method tag says why.
+    through the registry prompt ``snapshot``. Budgets count characters (code points,
+    not bytes or tokens), and a cut never splits an emoji, a flag or a letter from its
+    accents. Without a model, or when it fails, memories are grouped without one (by
+    metadata ``kind``/headings/source, else by shared keywords) and the method tag says
+    why.
 
     Input: ``{"memory": MemoryStore, "scope": ..., "rebuild": bool, "dry_run": bool}``.
 
@@ -167,9 +170,9 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     sample_size: int = Field(default=500, ge=1)
     """The most memories a snapshot is built from: the newest current ones."""
     item_chars: int = Field(default=160, ge=20)
-    """Each memory's text is cut to this many characters in the snapshot."""
+    """Each memory's text is cut to this many characters (code points) in the snapshot."""
     max_chars: int = Field(default=3200, ge=200)
-    """Length budget of the whole snapshot (about 800 tokens by default)."""
+    """Length budget of the whole snapshot in characters (about 800 tokens by default)."""
     prompt_item_chars: int = Field(default=200, ge=20)
     """Each memory is cut to this many characters in the prompt."""
     rebuild_growth: float = Field(default=0.2, ge=0.0)
@@ -296,7 +299,7 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
         text = strip_reasoning(reply).strip()
         if not text:
             return self._grouped(memories, "fallback_parse_error")
-        return text[: self.max_chars] + "\n", "summary"
+        return cut(text, self.max_chars) + "\n", "summary"
 
 
 def _now() -> str:

@@ -416,3 +416,36 @@ def test_a_view_keeps_its_state_where_the_service_keeps_that_user_s(memory: Memo
     assert view.state is not None
     wanted = root.state.child(scope_state_path(as_scope({"user_id": "bob"})))
     assert view.state.location("") == wanted.location("")
+
+
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+FLAG = "\U0001f1e9\U0001f1ea"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("x" * 17 + FAMILY + " family plan", "x" * 17),
+        ("x" * 18 + FLAG + " Germany office", "x" * 18),
+        ("x" * 18 + "e\u0301 accent decomposed", "x" * 18),
+        ("x" * 17 + "\u0915\u094d\u0937\u093f devanagari", "x" * 17),
+        ("x" * 18 + "\U0001f44d\U0001f3fd thumbs up", "x" * 18),
+    ],
+    ids=["zwj-sequence", "flag", "combining-accent", "conjunct", "skin-tone"],
+)
+def test_an_item_cut_never_splits_a_grapheme_cluster(text: str, kept: str) -> None:
+    rendered = render([("Notes", [0])], [Document(page_content=text)], 20, 200)
+    assert rendered == f"## Notes\n- {kept}\u2026\n"
+
+
+def test_a_heading_cut_keeps_a_flag_whole() -> None:
+    rendered = render([("h" * 79 + FLAG, [0])], [Document(page_content="note")], 20, 200)
+    assert rendered.splitlines()[0] == "## " + "h" * 79
+
+
+def test_a_summary_cut_keeps_flags_whole(memory: MemoryStore) -> None:
+    start = "# Index\nB\u00fcros: "
+    llm = FakeListChatModel(responses=[start + FLAG * 200])
+    builder = SnapshotBuilder.from_llm(llm, mode="summary", max_chars=200)
+    snapshot = builder.build(memory, dry_run=True)
+    assert snapshot.text == start + FLAG * 92 + "\n"
