@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from cogito_lc._core.graphemes import cut
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._vocab_file import save_vocab_map
 from cogito_lc.memory.scope import as_scope
@@ -45,14 +47,37 @@ class CalibrationResult:
     dropped: list[str] = field(default_factory=list)
 
 
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uffdc"
+    "\U00020000-\U0003134f]"
+)
+"""Scripts written without spaces between words (CJK ideographs, kana, Hangul, Thai,
+Lao, Myanmar, Khmer), or with particles joined to them (Korean)."""
+
+
+def _folded(text: str) -> str:
+    """``text`` composed (NFC) and case-folded, so that spellings of one word compare equal."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
 def _occurs(term: str, corpus: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(term.lower())}(?!\w)", corpus) is not None
+    """Whether ``term`` occurs in the folded ``corpus`` (as a word, if its script has them)."""
+    folded = _folded(term)
+    if _UNSPACED.search(folded):
+        return folded in corpus
+    return re.search(rf"(?<!\w){re.escape(folded)}(?!\w)", corpus) is not None
 
 
 def filter_vocab_map(
     raw: dict[str, list[str]], corpus: str, *, max_keys: int = 60, max_terms: int = 8
 ) -> tuple[dict[str, list[str]], list[str]]:
-    """Keep only terms that occur in ``corpus`` (as whole words); at most ``max_keys`` keys.
+    """Keep only terms that occur in ``corpus`` (as words); at most ``max_keys`` keys.
+
+    Terms and corpus are compared composed (NFC) and case-folded, so ``résumé`` matches
+    its decomposed spelling and ``Hauptstraße`` matches ``HAUPTSTRASSE``. A term in a
+    script written without spaces between words (Chinese, Japanese, Korean, Thai...)
+    only needs to occur in the corpus, not as a word of its own.
 
     Returns the kept map and the dropped terms.
 
@@ -67,7 +92,7 @@ def filter_vocab_map(
         assert dropped == ["warp speed"]
         ```
     """
-    lowered = corpus.lower()
+    folded = _folded(corpus)
     kept: dict[str, list[str]] = {}
     dropped: list[str] = []
     for phrase, terms in raw.items():
@@ -77,7 +102,7 @@ def filter_vocab_map(
         good: list[str] = []
         for term in terms:
             clean = " ".join(str(term).split())
-            if clean and clean.lower() != key and _occurs(clean, lowered):
+            if clean and clean.lower() != key and _occurs(clean, folded):
                 if clean not in good:
                     good.append(clean)
             elif clean:
@@ -150,7 +175,7 @@ class VocabCalibrator(BaseModel):
     ) -> CalibrationResult:
         """Build the map from ``memory``'s scope; save it and apply it unless ``dry_run``."""
         memories = memory.list(as_scope(scope, memory.scope), limit=self.sample_size)
-        corpus = "\n".join(" ".join(d.page_content.split())[: self.item_chars] for d in memories)
+        corpus = "\n".join(cut(" ".join(d.page_content.split()), self.item_chars) for d in memories)
         if self.llm is None:
             return CalibrationResult({}, "fallback_no_llm")
         if not memories:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,41 @@ def test_no_llm_and_bad_output(memory: MemoryStore) -> None:
     bad = VocabCalibrator.from_llm(FakeListChatModel(responses=["no idea"])).calibrate(memory)
     assert bad.method == "fallback_parse_error"
     assert memory.vocab_map is None
+
+
+def test_terms_of_scripts_without_spaces_match_inside_words(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    memory = MemoryStore(Chroma("cjk", embeddings, persist_directory=str(tmp_path / "cjk")))
+    memory.store_many(
+        [
+            "我们的数据库部署在杭州机房。",
+            "会議の議事録はコンフルエンスに保存されています。",
+            "배포 서버는 서울에서 운영됩니다.",
+            "ฐานข้อมูลอยู่ที่กรุงเทพ",
+        ]
+    )
+    llm = json_reply(
+        {
+            "where is the db": ["数据库", "杭州", "上海"],
+            "minutes": ["議事録", "コンフルエンス"],
+            "servers": ["서울"],
+            "bangkok": ["กรุงเทพ"],
+        }
+    )
+    result = VocabCalibrator.from_llm(llm).calibrate(memory, dry_run=True)
+    assert result.vocab_map == {
+        "where is the db": ["数据库", "杭州"],
+        "minutes": ["議事録", "コンフルエンス"],
+        "servers": ["서울"],
+        "bangkok": ["กรุงเทพ"],
+    }
+    assert result.dropped == ["上海"]
+
+
+def test_terms_match_other_normal_forms_and_case_foldings() -> None:
+    corpus = unicodedata.normalize("NFD", "Le résumé est archivé.") + " HAUPTSTRASSE 5"
+    raw = {"summary": ["résumé"], "street": ["Hauptstraße", "Hauptstr"]}
+    kept, dropped = filter_vocab_map(raw, corpus)
+    assert kept == {"summary": ["résumé"], "street": ["Hauptstraße"]}
+    assert dropped == ["Hauptstr"]
