@@ -93,8 +93,8 @@ tag of the whole run.
   ``grouped|fallback_parse_error``, ``grouped|fallback_error``, ``empty`` (no
   memory in scope) or ``cached`` (an existing snapshot was still fresh).
 - :class:`~cogito_lc.VocabCalibrator` (:class:`~cogito_lc.CalibrationResult`):
-  ``calibrated``, ``empty`` (nothing usable), ``fallback_no_llm``,
-  ``fallback_parse_error`` or ``fallback_error``.
+  ``calibrated``, ``empty`` (nothing usable; ``reason`` says why),
+  ``fallback_no_llm``, ``fallback_parse_error`` or ``fallback_error``.
 - The service's answers: ``/query`` says ``vector``, ``/recall_b`` gives RecallB's
   tag, and ``/recall`` stage 2's tag in ``method`` and stage 1's in
   ``recall_method``.

@@ -493,6 +493,24 @@ def calibrate(
     err.print(f"method: {answer.get('method')}")
     if answer.get("saved") and answer.get("in_use") is False:
         err.print("saved, not in use: the vocab_map setting is configured and wins")
+    hint = _calibration_hint(answer, remote=bool(_options(ctx).server))
+    if hint:
+        err.print(hint)
+
+
+def _calibration_hint(answer: dict[str, Any], *, remote: bool) -> str | None:
+    """What to do about a calibration that built no map, from its ``reason``."""
+    reason = answer.get("reason") or ("no_llm" if answer.get("method") == "fallback_no_llm" else "")
+    where = " on the server" if remote else ""
+    hints = {
+        "no_llm": "no chat model is configured, so nothing was calibrated: set llm_model "
+        f"(COGITO_LLM_MODEL){where}, e.g. COGITO_LLM_MODEL=ollama:qwen3:4b",
+        "no_memories": "the scope holds no memories yet: store some, then calibrate",
+        "no_terms": "the model proposed no terms: try a stronger model (llm_model)",
+        "all_dropped": f"none of the {len(answer.get('dropped') or [])} proposed terms occurs "
+        "in the memories, so none was kept (--raw lists them): try a stronger model",
+    }
+    return hints.get(reason)
 
 
 @app.command()

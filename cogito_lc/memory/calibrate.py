@@ -39,12 +39,17 @@ class CalibrationResult:
         method: How it went: a method tag listed under :data:`~cogito_lc.METADATA_KEY`.
         path: Where the map was saved (None for dry runs and in-memory stores).
         dropped: Terms removed because they do not occur in the corpus.
+        reason: Why no map was built: ``no_llm`` (no model, method ``fallback_no_llm``),
+            and for method ``empty``: ``no_memories`` (none in scope), ``no_terms``
+            (the model proposed none) or ``all_dropped`` (every proposed term is
+            missing from the corpus). ``""`` when a map was built or the model failed.
     """
 
     vocab_map: dict[str, list[str]]
     method: str
     path: str | None = None
     dropped: list[str] = field(default_factory=list)
+    reason: str = ""
 
 
 _UNSPACED = re.compile(
@@ -177,9 +182,9 @@ class VocabCalibrator(BaseModel):
         memories = memory.list(as_scope(scope, memory.scope), limit=self.sample_size)
         corpus = "\n".join(cut(" ".join(d.page_content.split()), self.item_chars) for d in memories)
         if self.llm is None:
-            return CalibrationResult({}, "fallback_no_llm")
+            return CalibrationResult({}, "fallback_no_llm", reason="no_llm")
         if not memories:
-            return CalibrationResult({}, "empty")
+            return CalibrationResult({}, "empty", reason="no_memories")
         extractor = LlmExtractor.from_llm(
             self.llm,
             output=VocabReply,
@@ -193,8 +198,11 @@ class VocabCalibrator(BaseModel):
         vocab_map, dropped = filter_vocab_map(
             raw, corpus, max_keys=self.max_keys, max_terms=self.max_terms
         )
-        result = CalibrationResult(vocab_map, "calibrated" if vocab_map else "empty", None, dropped)
-        if vocab_map and not dry_run:
+        if not vocab_map:
+            reason = "all_dropped" if dropped else "no_terms"
+            return CalibrationResult({}, "empty", None, dropped, reason)
+        result = CalibrationResult(vocab_map, "calibrated", None, dropped)
+        if not dry_run:
             memory.vocab_map = vocab_map
             if memory.state is not None:
                 result.path = save_vocab_map(memory.state, vocab_map)

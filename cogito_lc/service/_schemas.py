@@ -762,6 +762,10 @@ class CalibrateResponse(BaseModel):
     """Whether recall now uses the map: false for a dry run, an empty map, or when the
     ``vocab_map`` setting is configured (it wins; the map is saved for when it is removed)."""
     dropped: list[str]
+    reason: str = ""
+    """Why no map was built: ``no_llm`` (no chat model configured), ``no_memories``,
+    ``no_terms`` (the model proposed none) or ``all_dropped`` (every proposed term is
+    missing from the corpus); empty when a map was built or the model failed."""
 
 
 class FlushResponse(BaseModel):

@@ -630,6 +630,7 @@ def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth
             saved=result.path is not None,
             in_use=in_use,
             dropped=list(result.dropped),
+            reason=result.reason,
         )
 
 

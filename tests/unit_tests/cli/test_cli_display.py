@@ -207,3 +207,21 @@ def test_only_line_feeds_break_lines_other_breaks_stay_escaped(
     cli_app.out.print(cli_app._shown_lines("a\r\nb\x0cc\u2028d"))
 
     assert shown.getvalue().splitlines() == ["a", "b\\x0cc\\u2028d"]
+
+
+def test_calibrate_without_a_model_says_which_setting_to_configure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("COGITO_SERVER", "COGITO_LLM_MODEL", "COGITO_FILTER_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COGITO_STORE_PATH", str(tmp_path / "store"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["cogito-lc", "calibrate"])
+    shown = _capture(monkeypatch, "err")
+
+    cli_app.main()  # returns: the command succeeded
+
+    lines = shown.getvalue().splitlines()
+    assert lines[0] == "method: fallback_no_llm"
+    assert "set llm_model (COGITO_LLM_MODEL)" in lines[1]

@@ -108,3 +108,31 @@ def test_terms_match_other_normal_forms_and_case_foldings() -> None:
     kept, dropped = filter_vocab_map(raw, corpus)
     assert kept == {"summary": ["résumé"], "street": ["Hauptstraße"]}
     assert dropped == ["Hauptstr"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "reply", "method", "reason"),
+    [
+        ([], {"how fast": ["latency"]}, "empty", "no_memories"),
+        (CORPUS, {}, "empty", "no_terms"),
+        (CORPUS, {"how fast": ["warp factor"]}, "empty", "all_dropped"),
+        (CORPUS, {"how fast": ["latency"]}, "calibrated", ""),
+        (CORPUS, None, "fallback_no_llm", "no_llm"),
+    ],
+    ids=["no-memories", "no-terms", "all-dropped", "calibrated", "no-llm"],
+)
+def test_the_result_says_why_no_map_was_built(
+    embeddings: HashEmbeddings,
+    tmp_path: Path,
+    stored: list[str],
+    reply: dict[str, list[str]] | None,
+    method: str,
+    reason: str,
+) -> None:
+    memory = MemoryStore(Chroma("why", embeddings, persist_directory=str(tmp_path / "why")))
+    if stored:
+        memory.store_many(stored)
+    llm = None if reply is None else json_reply(reply)
+    result = VocabCalibrator.from_llm(llm).calibrate(memory)
+    assert (result.method, result.reason) == (method, reason)
+    assert (result.path is None) == (method != "calibrated")

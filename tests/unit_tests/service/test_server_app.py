@@ -798,6 +798,23 @@ def test_a_calibrated_map_is_in_use_without_a_configured_one(
     assert (answer["saved"], answer["in_use"]) == (True, True)
 
 
+def test_calibrate_answers_why_it_built_no_map(tmp_path: Path, chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"}, data_dir=tmp_path / "data")
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
+        without_model = test_client.post("/calibrate", json={}).json()
+        service = test_client.app.state.service  # type: ignore[attr-defined]
+        reply = json.dumps({"database": ["mysql"]})
+        service.options.extract_llm = FakeListChatModel(responses=[reply])
+        empty_scope = test_client.post("/calibrate", json={}).json()
+        test_client.post("/store", json={"text": "Billing runs on postgres."})
+        all_dropped = test_client.post("/calibrate", json={}).json()
+    assert (without_model["method"], without_model["reason"]) == ("fallback_no_llm", "no_llm")
+    assert (empty_scope["method"], empty_scope["reason"]) == ("empty", "no_memories")
+    assert (all_dropped["method"], all_dropped["reason"]) == ("empty", "all_dropped")
+    assert all_dropped["dropped"] == ["mysql"]
+
+
 def test_store_after_an_update_answers_the_memory_it_stored(client: TestClient) -> None:
     first = client.post("/store", json={"text": "My phone is 555-0101."}).json()
     service = client.app.state.service  # type: ignore[attr-defined]
