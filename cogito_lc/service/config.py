@@ -609,13 +609,28 @@ class FirstSetWins(_WholeSource):
         self.layers = layers
 
     def __call__(self) -> dict[str, Any]:
-        """Each setting from the first source that sets it, under the setting's name."""
+        """Each setting from the first source that sets it, under the setting's name.
+
+        A blank key or password (``ANTHROPIC_API_KEY=""``) sets nothing, so a later
+        source, a config file say, gives it; a blank ``api_token`` stays an error.
+        """
         names = _setting_names(self.settings_cls)
         merged: dict[str, Any] = {}
         for layer in self.layers:
             for key, value in layer().items():
-                merged.setdefault(names.get(key.lower(), key), value)
+                name = names.get(key.lower(), key)
+                if not (name in _BLANK_IS_UNSET and _is_blank(value)):
+                    merged.setdefault(name, value)
         return merged
+
+
+_BLANK_IS_UNSET = frozenset({"anthropic_api_key", "database_url", "filter_token", "qdrant_api_key"})
+"""Secrets that a blank value leaves unset (a shared variable exported empty means none)."""
+
+
+def _is_blank(value: Any) -> bool:
+    text = value.get_secret_value() if isinstance(value, SecretStr) else value
+    return isinstance(text, str) and not text.strip()
 
 
 def _setting_names(settings_cls: type[BaseSettings]) -> dict[str, str]:

@@ -311,6 +311,27 @@ def test_anthropic_model_without_a_key_says_what_to_set(
     assert "filter_endpoint" in message
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_key_in_the_environment_leaves_the_config_files_key(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, blank: str
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", blank)
+    monkeypatch.setenv("COGITO_FILTER_TOKEN", blank)
+    _write(
+        places[0],
+        {
+            "filter_model": "anthropic/claude-haiku-4-5",
+            "anthropic_api_key": "sk-ant-from-file",
+            "filter_token": "token-from-file",
+        },
+    )
+    settings = load_settings()
+    assert settings.anthropic_api_key is not None
+    assert settings.anthropic_api_key.get_secret_value() == "sk-ant-from-file"
+    assert settings.filter_token is not None
+    assert settings.filter_token.get_secret_value() == "token-from-file"
+
+
 def test_missing_anthropic_extra_is_named(
     places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
