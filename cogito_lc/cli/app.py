@@ -195,15 +195,30 @@ def _print_hits(answer: dict[str, Any], raw: bool, title: str) -> None:
         out.print("[dim]no memories found[/dim]")
 
 
-Limit = Annotated[int, typer.Option(min=1, max=200, help="How many memories (1-200).")]
+def _limit_option(setting: str) -> Any:
+    return typer.Option(
+        min=1, max=200, help=f"How many memories (1-200; default: the {setting} setting)."
+    )
+
+
+RecallLimit = Annotated[int | None, _limit_option("recall_limit")]
+QueryLimit = Annotated[int | None, _limit_option("query_limit")]
 Raw = Annotated[bool, typer.Option("--raw", help="Print the JSON answer.")]
+
+
+def _search_body(query: str, limit: int | None) -> dict[str, Any]:
+    """A search request; without ``limit`` the settings' default applies (in process too)."""
+    body: dict[str, Any] = {"text": _check_text(query, "query")}
+    if limit is not None:
+        body["limit"] = limit
+    return body
 
 
 @app.command()
 def recall(
     ctx: typer.Context,
     query: str,
-    limit: Limit = 10,
+    limit: RecallLimit = None,
     since: Annotated[
         str | None, typer.Option(help="Only memories created at/after this ISO date.")
     ] = None,
@@ -213,7 +228,7 @@ def recall(
     ] = False,
 ) -> None:
     """Two-stage recall: RecallB, then the integer-pointer filter model."""
-    body: dict[str, Any] = {"text": _check_text(query, "query"), "limit": limit}
+    body = _search_body(query, limit)
     if since:
         body["since"] = _check_since(since)
     with _client(ctx) as client:
@@ -239,17 +254,17 @@ def _print_event(name: str, data: Any, raw: bool, query: str) -> None:
 
 
 @app.command("recall-b")
-def recall_b(ctx: typer.Context, query: str, limit: Limit = 10, raw: Raw = False) -> None:
+def recall_b(ctx: typer.Context, query: str, limit: RecallLimit = None, raw: Raw = False) -> None:
     """Zero-LLM recall (RecallB)."""
-    body = {"text": _check_text(query, "query"), "limit": limit}
+    body = _search_body(query, limit)
     with _client(ctx) as client:
         _print_hits(client.call("POST", "/recall_b", body), raw, f"recall-b: {query}")
 
 
 @app.command()
-def query(ctx: typer.Context, query: str, limit: Limit = 5, raw: Raw = False) -> None:
+def query(ctx: typer.Context, query: str, limit: QueryLimit = None, raw: Raw = False) -> None:
     """Plain vector search, no LLM."""
-    body = {"text": _check_text(query, "query"), "limit": limit}
+    body = _search_body(query, limit)
     with _client(ctx) as client:
         _print_hits(client.call("POST", "/query", body), raw, f"query: {query}")
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
+import io
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
 
 from tests.integration_tests.conftest import EXAMPLES_DATA
 from tests.integration_tests.service_process import ServiceProcess, free_port, start_service
+
+cli_app = importlib.import_module("cogito_lc.cli.app")  # the package exports the Typer app
 
 
 def cli(
@@ -379,3 +385,34 @@ def test_history_and_forget_through_a_server(
     assert other.returncode == 1  # refused: this server allows no per-request scope
     assert "allow_request_scope" in other.stderr
     assert not (tmp_path / "store").exists()
+
+
+def _run_in_process(*args: str) -> Any:
+    """``cogito-lc ARGS --raw`` in this process; the JSON it prints."""
+    buffer, shown = io.StringIO(), cli_app.out
+    cli_app.out = Console(file=buffer, width=400, color_system=None)
+    try:
+        cli_app.app([*args, "--raw"], standalone_mode=False)
+    finally:
+        cli_app.out = shown
+    return json.loads(buffer.getvalue())
+
+
+def test_search_commands_default_to_the_limits_of_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.upper().startswith("COGITO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "cogito.json"
+    settings = {"store_path": str(tmp_path / "store"), "recall_limit": 2, "query_limit": 1}
+    config.write_text(json.dumps(settings), encoding="utf-8")
+    for region in ("eu-west-1", "us-east-1", "ap-south-1", "eu-central-1"):
+        _run_in_process("--config", str(config), "store", f"Production deploys run in {region}.")
+
+    for command, limit in (("recall-b", 2), ("recall", 2), ("query", 1)):
+        answer = _run_in_process("--config", str(config), command, "where do deploys run")
+        assert len(answer["memories"]) == limit, command
+    wider = _run_in_process("--config", str(config), "query", "deploys", "--limit", "3")
+    assert len(wider["memories"]) == 3
