@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -22,6 +22,8 @@ __all__ = ["ApiClient", "CliError", "check_server_url", "check_utf8"]
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 4
+_USER_ASCII = ".:@+-"
+"""Characters of a user id, besides letters, digits and ``_``, a header carries as they are."""
 
 
 class CliError(Exception):
@@ -79,6 +81,16 @@ def check_server_url(value: str) -> str:
     return value.strip()
 
 
+def _ascii_token(token: str) -> str:
+    if not token.isascii():
+        msg = (
+            "--token (COGITO_API_TOKEN) holds characters that are not ASCII, which an HTTP "
+            "header cannot carry; pass the server's token as it was generated."
+        )
+        raise CliError(msg, EXIT_USAGE)
+    return token
+
+
 def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -124,10 +136,14 @@ class ApiClient:
 
     @classmethod
     def remote(cls, url: str, *, token: str | None, user: str | None) -> ApiClient:
-        """A client of the server at ``url``."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        """A client of the server at ``url``; ``user`` goes in ``X-Cogito-User``.
+
+        A header carries ASCII, so the user id is percent-encoded from UTF-8
+        (``zo%C3%AB`` for ``zoë``), as the server expects; ASCII ids go as they are.
+        """
+        headers = {"Authorization": f"Bearer {_ascii_token(token)}"} if token else {}
         if user:
-            headers["X-Cogito-User"] = user
+            headers["X-Cogito-User"] = quote(check_utf8(user, "--user"), safe=_USER_ASCII)
         http = httpx.Client(base_url=url.rstrip("/"), timeout=httpx.Timeout(120.0, connect=5.0))
         return cls(http, url, headers)
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from pydantic import (
     AfterValidator,
@@ -45,6 +47,7 @@ __all__ = [
     "METADATA_SCHEMA",
     "NON_BLANK",
     "USER_PATTERN",
+    "USER_WORDS",
     "AddBody",
     "AddResponse",
     "AsOf",
@@ -85,9 +88,11 @@ __all__ = [
     "finite",
     "forget_response",
     "forget_target_errors",
+    "is_user_id",
     "not_nullable",
     "readable_message",
     "request_models",
+    "scope_header_value",
     "storable",
     "text_field",
 ]
@@ -98,8 +103,15 @@ LIMIT_MAX = 200
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"
 """What a memory id given by a client looks like (letters, digits and ``._:@+-``)."""
 
-USER_PATTERN = ID_PATTERN
-"""What a per-request ``user_id`` looks like."""
+USER_PATTERN = r"^[\p{L}\p{N}][\p{L}\p{M}\p{N}_.:@+-]*$"
+"""What a per-request ``user_id`` looks like: a letter or digit of any script (``zoë``,
+``张三``), then letters, their marks (``देव``), digits and ``_.:@+-``; no space, control
+character or ``%``."""
+USER_WORDS = (
+    "must start with a letter or digit (of any script) and hold only letters, digits and "
+    "_.:@+- (no spaces)"
+)
+""":data:`USER_PATTERN` in words."""
 
 ID_MAX_CHARS = 128
 NON_BLANK = r"[^\t-\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
@@ -115,6 +127,57 @@ META_STRING_MAX_CHARS = 4096
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 UserId = Annotated[StrictStr, Field(pattern=USER_PATTERN, max_length=ID_MAX_CHARS)]
+
+
+def is_user_id(value: str) -> bool:
+    """Whether ``value`` is a user id (:data:`USER_PATTERN`, at most 128 characters).
+
+    Python's ``re`` knows no Unicode categories in patterns; :mod:`unicodedata` does.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import is_user_id
+
+        assert is_user_id("zoë") and is_user_id("张三") and is_user_id("team_a:alice@x")
+        assert not is_user_id("_x") and not is_user_id("a b") and not is_user_id("")
+        ```
+    """
+    if not 0 < len(value) <= ID_MAX_CHARS or not _letter_or_digit(value[0]):
+        return False
+    return all(unicodedata.category(char)[0] in "LMN" or char in "_.:@+-" for char in value[1:])
+
+
+def _letter_or_digit(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LN"
+
+
+def scope_header_value(raw: str) -> str:
+    """The user id an ``X-Cogito-User`` header names, percent-decoded from UTF-8.
+
+    A header carries ASCII: a client sends a non-ASCII id percent-encoded
+    (``zo%C3%AB`` for ``zoë``); one that sends the UTF-8 bytes themselves is
+    understood too. A user id holds no ``%``, so no id is read two ways.
+
+    Raises:
+        ValueError: If the header is not UTF-8 text or names no valid user id.
+
+    Example:
+        ```python
+        from cogito_lc.service._schemas import scope_header_value
+
+        assert scope_header_value("zo%C3%AB") == "zoë"
+        assert scope_header_value("alice") == "alice"
+        ```
+    """
+    try:
+        text = unquote(raw.encode("latin-1").decode("utf-8"), errors="strict")
+    except UnicodeError:
+        msg = "is not UTF-8 text; percent-encode the user id's UTF-8 bytes (zo%C3%AB for zoë)"
+        raise ValueError(msg) from None
+    if not is_user_id(text):
+        msg = f"{USER_WORDS}, at most {ID_MAX_CHARS} characters; percent-encode non-ASCII ones"
+        raise ValueError(msg)
+    return text
 
 
 def _integral(value: Any) -> Any:
@@ -400,6 +463,7 @@ FLUSH_MAX_MESSAGES = 1000
 _PATTERN_WORDS = {
     NON_BLANK: "must contain a character that is not whitespace",
     ID_PATTERN: "must start with a letter or digit and hold only letters, digits and ._:@+-",
+    USER_PATTERN: USER_WORDS,
     ROLE_PATTERN: "must be lower-case letters and '_', such as 'user' or 'assistant'",
 }
 """What each pattern of the request schema asks for, in words."""

@@ -17,7 +17,8 @@ Two transports, built on the official ``mcp`` SDK (the ``mcp`` extra):
 - streamable HTTP: the service mounts the tools at ``/mcp`` (see
   :func:`mount_mcp`), behind its bearer token. The scope is the one of the
   ``X-Cogito-User`` header, under the REST endpoints' rules: allowed only with
-  ``allow_request_scope``, sent at most once, a valid user id.
+  ``allow_request_scope``, sent at most once, a valid user id (percent-encoded from
+  UTF-8 when it is not ASCII).
 
 The tools take no ``user_id`` argument: the transport, not the model, picks the scope.
 
@@ -40,7 +41,6 @@ Example:
 """
 
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
@@ -108,6 +108,7 @@ from cogito_lc.service._schemas import (
     given_not_null,
     not_nullable,
     readable_message,
+    scope_header_value,
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
@@ -147,10 +148,7 @@ _SCOPES_DISABLED = (
     "or start it with allow_request_scope=true"
 )
 _SCOPE_TWICE = "X-Cogito-User was sent {count} times; send it once"
-_SCOPE_INVALID = (
-    f"X-Cogito-User must be a user id of at most {ID_MAX_CHARS} characters: "
-    "a letter or digit, then letters, digits and ._:@+-"
-)
+_SCOPE_INVALID = "X-Cogito-User {reason}"
 _INTERNAL = "internal error while running the tool; the server log has the details"
 
 Ctx = Context[Any, Any, Any]
@@ -189,10 +187,10 @@ def request_scope(values: Sequence[str], *, allowed: bool) -> str | None:
         return None
     if not allowed:
         raise ScopeError(403, _SCOPES_DISABLED)
-    value = values[0]
-    if len(value) > ID_MAX_CHARS or not re.fullmatch(ID_PATTERN, value):
-        raise ScopeError(422, _SCOPE_INVALID)
-    return value
+    try:
+        return scope_header_value(values[0])
+    except ValueError as exc:
+        raise ScopeError(422, _SCOPE_INVALID.format(reason=exc)) from None
 
 
 def _check_since(value: str) -> str:

@@ -100,7 +100,6 @@ from cogito_lc.service._guard import (
 from cogito_lc.service._schemas import (
     ID_MAX_CHARS,
     LIMIT_MAX,
-    USER_PATTERN,
     AddBody,
     AddResponse,
     CalibrateRequest,
@@ -133,6 +132,7 @@ from cogito_lc.service._schemas import (
     forget_response,
     forget_target_errors,
     request_models,
+    scope_header_value,
     storable,
 )
 from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
@@ -171,8 +171,16 @@ _SCOPE_HEADER_TWICE = (
 )
 _SCOPE_HEADER_HELP = (
     "Scope (user_id) of this request, sent at most once (two are a 400). Behind a "
-    "gateway, the gateway sets it and replaces any the client sent."
+    "gateway, the gateway sets it and replaces any the client sent. A user id that is "
+    "not ASCII is sent percent-encoded from UTF-8 (zo%C3%AB for zoë); the server "
+    "decodes it, then checks it as the body's user_id."
 )
+_SCOPE_HEADER_PATTERN = r"^[A-Za-z0-9%][A-Za-z0-9%_.:@+-]*$"
+"""The header as a client sends it: a user id, percent-encoded where it is not ASCII.
+
+Published only: the decoded id is what is checked, and a header of raw UTF-8 bytes
+is understood too."""
+_SCOPE_HEADER_MAX_CHARS = 3 * 4 * ID_MAX_CHARS  # four UTF-8 bytes a character, %XX each
 _STREAM_HELP = (
     "Server-sent events: `candidates` (`memories`, `recall_method`: stage 1, RecallB's "
     "order) as soon as it is ready, then `result` (the body of `/recall`), or `error` "
@@ -251,6 +259,14 @@ def _only_declared_query(request: Request) -> None:
     raise RequestValidationError(errors)
 
 
+def _scope_from_header(raw: str) -> str:
+    try:
+        return scope_header_value(raw)
+    except ValueError as exc:
+        error = {"loc": ("header", _SCOPE_HEADER), "msg": str(exc), "type": "value_error"}
+        raise RequestValidationError([error]) from None
+
+
 def _reject_repeated_scope_header(request: Request) -> None:
     count = len(request.headers.getlist(_SCOPE_HEADER))
     if count > 1:
@@ -273,14 +289,14 @@ class _Scopes:
                 x_cogito_user: Annotated[
                     str | None,
                     Header(
-                        pattern=USER_PATTERN,
-                        max_length=ID_MAX_CHARS,
+                        max_length=_SCOPE_HEADER_MAX_CHARS,
                         description=_SCOPE_HEADER_HELP,
+                        json_schema_extra={"pattern": _SCOPE_HEADER_PATTERN},
                     ),
                 ] = None,
             ) -> str | None:
                 _reject_repeated_scope_header(request)
-                return x_cogito_user
+                return None if x_cogito_user is None else _scope_from_header(x_cogito_user)
 
             return scoped_header
 

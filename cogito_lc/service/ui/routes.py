@@ -29,7 +29,6 @@ more), and choosing one switches the session to it. A request carrying
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, MutableMapping
 from functools import partial
@@ -45,7 +44,7 @@ from starlette.staticfiles import StaticFiles
 
 from cogito_lc import __version__
 from cogito_lc.service._guard import same_secret, token_matches
-from cogito_lc.service._schemas import ID_MAX_CHARS, USER_PATTERN
+from cogito_lc.service._schemas import is_user_id, scope_header_value
 from cogito_lc.service._service import MemoryService, ScopeView
 from cogito_lc.service.config import CogitoSettings
 from cogito_lc.service.ui._sessions import LoginLimiter, Session, SessionStore
@@ -244,7 +243,7 @@ class _Inspector:
         headers = request.headers.getlist(_SCOPE_HEADER)
         if len(headers) > 1:
             raise HTTPException(400, "X-Cogito-User was sent more than once")
-        header = headers[0] if headers else None
+        header = _header_scope(headers[0]) if headers else None
         typed = typed.strip()
         if (header or typed) and not self.settings.allow_request_scope:
             raise HTTPException(
@@ -253,13 +252,16 @@ class _Inspector:
         if header and typed and header != typed:
             raise HTTPException(403, "the gateway's scope and the typed scope differ")
         scope = header or typed or None
-        if scope is not None and not _is_user_id(scope):
+        if scope is not None and not is_user_id(scope):
             raise HTTPException(422, "the scope is not a valid user_id")
         return scope
 
 
-def _is_user_id(value: str) -> bool:
-    return len(value) <= ID_MAX_CHARS and re.fullmatch(USER_PATTERN, value) is not None
+def _header_scope(raw: str) -> str:
+    try:
+        return scope_header_value(raw)
+    except ValueError:
+        raise HTTPException(422, "the scope is not a valid user_id") from None
 
 
 def _client(request: Request) -> str:
@@ -417,7 +419,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         session = inspector.session(request)
         current = inspector.current_scope(session)
         if inspector.sees_all_scopes(request, session):
-            listing = await service.read(list_scopes, service.memory, current, _is_user_id)
+            listing = await service.read(list_scopes, service.memory, current, is_user_id)
             return await inspector.page(
                 request, "scopes.html", session, listing=listing, request_scopes=True
             )
@@ -437,7 +439,7 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         if not inspector.sees_all_scopes(request, session):
             raise HTTPException(403, "this session is bound to its scope; log in to another")
         user_id = form.get("user_id", "").strip()
-        if not _is_user_id(user_id):
+        if not is_user_id(user_id):
             raise HTTPException(422, "the scope is not a valid user_id")
         session.scope = user_id
         return RedirectResponse(f"{PREFIX}/memories", status_code=303)

@@ -209,6 +209,19 @@ def test_only_line_feeds_break_lines_other_breaks_stay_escaped(
     assert shown.getvalue().splitlines() == ["a", "b\\x0cc\\u2028d"]
 
 
+def test_a_user_id_of_any_script_reaches_the_server_as_its_scope(
+    tmp_path: Path, chroma: Chroma
+) -> None:
+    settings = CogitoSettings(store_path=tmp_path / "store", allow_request_scope=True)
+    app = create_app(settings, memory=MemoryStore(chroma), warm_up=False)
+    for user in ("zoë", "张三", "alice"):
+        with ApiClient.remote("http://127.0.0.1:19420", token=None, user=user) as remote:
+            sent = remote._headers  # what the CLI sends: given to this app instead
+        served = ApiClient(TestClient(app, base_url="http://127.0.0.1"), remote.where, sent)
+        with served:
+            served.call("POST", "/store", {"text": f"Note of {user}."})
+            listed = served.call("GET", "/memories")
+        assert [m["metadata"]["user_id"] for m in listed["memories"]] == [user]
 def test_calibrate_without_a_model_says_which_setting_to_configure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -273,6 +273,8 @@ def test_refused_scope_headers(values: list[str], allowed: bool, status: int) ->
 def test_accepted_scope_headers() -> None:
     assert request_scope([], allowed=False) is None
     assert request_scope(["alice@example.com"], allowed=True) == "alice@example.com"
+    assert request_scope(["zo%C3%AB"], allowed=True) == "zoë"
+    assert request_scope(["张三".encode().decode("latin-1")], allowed=True) == "张三"
 
 
 def test_without_the_extra_the_import_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -26,7 +27,12 @@ from pydantic import ValidationError
 from cogito_lc import FactExtractor, MemoryStore
 from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
 from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
-from cogito_lc.service._schemas import CalibrateRequest, SnapshotBuildRequest, request_models
+from cogito_lc.service._schemas import (
+    USER_PATTERN,
+    CalibrateRequest,
+    SnapshotBuildRequest,
+    request_models,
+)
 from cogito_lc.service.config import CogitoSettings, ConfigError
 from cogito_lc.service.server import check_bind, create_app, main
 from cogito_lc.stores import SqliteLexicalIndex, lexical_sync_for
@@ -112,6 +118,45 @@ def test_per_request_scope_is_refused_when_not_allowed(tmp_path: Path, memory: M
         assert response.status_code == 403
         assert "allow_request_scope" in response.json()["detail"]
     assert memory.count() == 0
+
+
+@pytest.mark.parametrize("user", ["zoë", "张三", "देवनागरी", "team_a:alice@example.com"])
+def test_a_user_id_of_any_script_names_a_scope_in_the_body_and_the_header(
+    client: TestClient, memory: MemoryStore, user: str
+) -> None:
+    stored = client.post("/store", json={"text": f"A note of {user}.", "user_id": user})
+    assert stored.status_code == 200, stored.text
+    encoded = {"X-Cogito-User": quote(user, safe="")}
+    raw_utf8 = {"X-Cogito-User": user.encode()}  # the bytes themselves, as curl sends them
+    for headers in (encoded, raw_utf8):
+        listed = client.get("/memories", headers=headers)
+        assert [m["text"] for m in listed.json()["memories"]] == [f"A note of {user}."]
+    both = client.post("/store", json={"text": "Both name it.", "user_id": user}, headers=encoded)
+    assert both.status_code == 200  # the header and the body name one scope
+    assert memory.count() == 0  # nothing went to the default scope
+
+
+@pytest.mark.parametrize("user", ["_x", "a b", "bob\n", "a%b", "🦄"])
+def test_an_invalid_user_id_is_refused_with_what_a_user_id_holds(
+    client: TestClient, user: str
+) -> None:
+    in_body = client.post("/store", json={"text": "x", "user_id": user})
+    in_header = client.get("/memories", headers={"X-Cogito-User": quote(user, safe="")})
+    for response, field in ((in_body, "user_id"), (in_header, "x-cogito-user")):
+        assert response.status_code == 422
+        error = response.json()["errors"][0]
+        assert error["field"] == field
+        assert "letter or digit (of any script)" in error["message"]
+
+
+def test_openapi_publishes_the_user_id_pattern_and_the_encoded_header(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    user_id = schema["components"]["schemas"]["StoreRequest"]["properties"]["user_id"]
+    assert user_id["anyOf"][0]["pattern"] == USER_PATTERN
+    parameters = schema["paths"]["/memories"]["get"]["parameters"]
+    header = next(p for p in parameters if p["name"] == "x-cogito-user")
+    assert "zo%C3%AB" in header["description"]
+    assert header["schema"]["pattern"].startswith("^[A-Za-z0-9%]")
 
 
 def test_explicit_id_of_another_memory_is_a_conflict(client: TestClient) -> None:
