@@ -222,6 +222,8 @@ def test_a_user_id_of_any_script_reaches_the_server_as_its_scope(
             served.call("POST", "/store", {"text": f"Note of {user}."})
             listed = served.call("GET", "/memories")
         assert [m["metadata"]["user_id"] for m in listed["memories"]] == [user]
+
+
 def test_calibrate_without_a_model_says_which_setting_to_configure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
