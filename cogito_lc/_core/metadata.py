@@ -32,12 +32,12 @@ model), ``batch`` (one ``embed_documents`` call) or ``per_query`` (one
 ``embed_query`` call each); the reason when it is not ``span`` is in the
 :data:`~cogito_lc.retrievers.recall_b.RECALL_B_EVENT` and an INFO log line.
 
-:class:`~cogito_lc.PointerFilter` returns the documents it was given
-(the same objects) and writes into this dict, in place, ``filter_method`` (its
-method tag) and ``filter_rank`` (the 1-based position in the model's answer,
-``None`` when not ranked by it); it adds the dict when a document has none and
-touches no other key. :class:`~cogito_lc.CogitoRetriever` sets ``method`` to the
-tag of the whole run.
+:class:`~cogito_lc.PointerFilter` returns copies of the documents it was given
+(the given ones are not changed), whose copy of this dict also holds
+``filter_method`` (its method tag) and ``filter_rank`` (the 1-based position in the
+model's answer, ``None`` when not ranked by it); a copy gets the dict when its
+document has none, and no other key is touched. :class:`~cogito_lc.CogitoRetriever`
+sets ``method`` to the tag of the whole run.
 
 **Method tags.** Every component that can degrade reports how a run went in a
 ``method`` tag; this is the list of them all.

@@ -3,9 +3,9 @@
 The filter shows a chat model the candidates as ``[1] text``, ``[2] text``, ... and
 asks for ONLY the relevant numbers, most relevant first, as ``{"ids": [...]}`` (a
 bare array is read too). The
-numbers are bounds-checked and dereferenced to the very ``Document`` objects the
-filter was given: the model's output never becomes memory text, so what comes
-back is exactly what was stored.
+numbers are bounds-checked and dereferenced to the ``Document`` objects the
+filter was given, and copies of those come back: the model's output never becomes
+memory text, so what comes back is exactly what was stored, plus the tag below.
 
 How a run went is its *method tag* (:class:`FilterMethod`; every tag of the
 package is listed under :data:`~cogito_lc.METADATA_KEY`): when the model's answer
@@ -20,10 +20,11 @@ tag is reported in three places:
   ``filter_rank`` (the 1-based position in the model's answer, ``None`` for a
   document not ranked by the model).
 
-The documents are returned by identity, each with a new ``metadata`` dict that
-holds the same keys and a new ``cogito`` dict with these two keys added: documents
-that shared metadata dicts (one template, shallow copies) keep their own ranks, and
-no dict the caller holds is changed. No other metadata key is read or written.
+Each returned document is a copy of the one given, with the same ``page_content``,
+``id`` and metadata, and a new ``cogito`` dict with these two keys added. The
+documents given are never changed: two runs over the same documents (or documents
+sharing one metadata template) each keep their own tags. No other metadata key is
+read or written.
 """
 
 from __future__ import annotations
@@ -159,12 +160,13 @@ class FilterResult:
         docs = [Document("Auth tokens expire after 3600 seconds.", id="auth")]
         result = PointerFilter().invoke_with_result({"query": "token lifetime?", "documents": docs})
         assert result.method is FilterMethod.FALLBACK_NO_LLM and result.method.is_fallback
-        assert result.documents[0] is docs[0]
+        assert result.documents[0].page_content == docs[0].page_content
+        assert "cogito" not in docs[0].metadata  # the given document is not changed
         ```
     """
 
     documents: list[Document]
-    """Returned documents: the input objects themselves, never copies."""
+    """Returned documents: copies of the ones given, each tagged by this run."""
 
     method: FilterMethod
     """How the run went."""
@@ -218,7 +220,7 @@ class PointerFilter(
     RunnableSerializable[PointerFilterInput, list[Document]],
     BaseDocumentCompressor,
 ):
-    """Keep the candidates a chat model points at, by number, and return them unchanged.
+    """Keep the candidates a chat model points at, by number, and return copies of them.
 
     A runnable ``{"query": str, "documents": list[Document]} -> list[Document]`` and a
     LangChain ``BaseDocumentCompressor``: use it in LCEL chains, in
@@ -248,8 +250,9 @@ class PointerFilter(
         llm = FakeListChatModel(responses=['{"ids": [2]}'])  # or ChatOllama(model="qwen2.5:3b")
         pointer_filter = PointerFilter.from_llm(llm, top_n=3)
         kept = pointer_filter.invoke({"query": "how long do auth tokens last?", "documents": docs})
-        assert kept[0] is docs[1]  # the stored document itself
+        assert kept[0].page_content == docs[1].page_content  # the stored text itself
         assert kept[0].metadata["cogito"]["filter_method"] == "filter"
+        assert "cogito" not in docs[1].metadata  # the given document is not changed
         ```
     """
 
@@ -344,7 +347,7 @@ class PointerFilter(
             callbacks: Callbacks for this run.
 
         Returns:
-            The kept documents, the same objects as given.
+            The kept documents: copies of the given ones, tagged by this run.
         """
         return self.invoke({"query": query, "documents": documents}, {"callbacks": callbacks})
 
@@ -373,7 +376,7 @@ class PointerFilter(
             **kwargs: ``top_n`` overrides the field for this call.
 
         Returns:
-            The kept documents, the same objects as given.
+            The kept documents: copies of the given ones, tagged by this run.
         """
         return self.invoke_with_result(input, config, **kwargs).documents
 
@@ -502,10 +505,8 @@ class PointerFilter(
         ranked = [(docs[pointer - 1], rank) for rank, pointer in enumerate(parsed.pointers, 1)]
         unranked = docs[reply.block.shown :] if self.keep_unranked else []
         chosen = _unique([*ranked, *((doc, None) for doc in unranked)], request.top_n)
-        for doc, rank in chosen:
-            _annotate(doc, FilterMethod.FILTER, rank)
         return FilterResult(
-            [doc for doc, _ in chosen],
+            [_annotate(doc, FilterMethod.FILTER, rank) for doc, rank in chosen],
             FilterMethod.FILTER,
             candidates=len(docs),
             shown=reply.block.shown,
@@ -526,10 +527,8 @@ class PointerFilter(
         error: str | None = None,
     ) -> FilterResult:
         chosen = _unique([(doc, None) for doc in request.documents], request.top_n)
-        for doc, _ in chosen:
-            _annotate(doc, method, None)
         return FilterResult(
-            [doc for doc, _ in chosen],
+            [_annotate(doc, method, None) for doc, _ in chosen],
             method,
             candidates=len(request.documents),
             shown=shown,
@@ -666,11 +665,12 @@ def _unique(
     return chosen
 
 
-def _annotate(document: Document, method: FilterMethod, rank: int | None) -> None:
-    """Record the filter's tag on ``document`` in new dicts, never in ones it may share.
+def _annotate(document: Document, method: FilterMethod, rank: int | None) -> Document:
+    """A copy of ``document`` with the filter's tag, in new dicts: the one given is not changed.
 
     Documents built from one metadata template, or shallow copies of one another,
-    hold the same dicts: written in place, one's rank would become the other's.
+    hold the same dicts: written in place, one's rank would become the other's,
+    and a later run's tag the earlier run's.
     """
     details = document.metadata.get(METADATA_KEY, {})
     if not isinstance(details, dict):
@@ -679,6 +679,7 @@ def _annotate(document: Document, method: FilterMethod, rank: int | None) -> Non
             METADATA_KEY,
             document.id,
         )
-        return
+        return document.model_copy(update={"metadata": dict(document.metadata)})
     tag = {FILTER_METHOD_KEY: method.value, FILTER_RANK_KEY: rank}
-    document.metadata = {**document.metadata, METADATA_KEY: {**details, **tag}}
+    metadata = {**document.metadata, METADATA_KEY: {**details, **tag}}
+    return document.model_copy(update={"metadata": metadata})

@@ -4,6 +4,7 @@ import copy
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -32,13 +33,15 @@ from cogito_lc.document_compressors._pointers import (
 )
 from cogito_lc.document_compressors.pointer_filter import (
     FILTER_EVENT,
+    FILTER_METHOD_KEY,
+    FILTER_RANK_KEY,
     FilterMethod,
     FilterResult,
     PointerFilter,
     PointerOutputParser,
 )
 from cogito_lc.prompts import PromptRegistry, PromptVariablesError
-from tests.unit_tests.document_compressors._helpers import MODEL_FAILURES
+from tests.unit_tests.document_compressors._helpers import MODEL_FAILURES, untagged
 from tests.unit_tests.fakes import Gate, Recorder, ScriptedChatModel, StatusError
 
 QUERY = "how long do auth tokens last?"
@@ -54,6 +57,14 @@ def make_docs(texts: list[str] = TEXTS) -> list[Document]:
     return [
         Document(page_content=text, id=f"m{i}", metadata={"user_id": "alice", "n": i})
         for i, text in enumerate(texts, start=1)
+    ]
+
+
+def tags(documents: Sequence[Document]) -> list[tuple[str, int | None]]:
+    """The filter's tag, ``(filter_method, filter_rank)``, of each returned document."""
+    return [
+        (doc.metadata[METADATA_KEY][FILTER_METHOD_KEY], doc.metadata[METADATA_KEY][FILTER_RANK_KEY])
+        for doc in documents
     ]
 
 
@@ -111,7 +122,7 @@ def test_max_candidates_bounds_what_the_model_sees() -> None:
 
     assert len(candidates_block(llm).splitlines()) == 3
     assert result.shown == 3
-    assert result.documents == [docs[1], docs[2]]
+    assert untagged(result.documents) == [docs[1], docs[2]]
 
 
 @pytest.mark.parametrize("budget", [64, 150, 333, 1000])
@@ -148,14 +159,14 @@ def test_candidates_past_the_budget_are_dropped_by_default() -> None:
     docs = make_docs([f"memory {i}" for i in range(8)])
     result, _, _ = run("[2, 1]", docs, max_candidates=3)
 
-    assert result.documents == [docs[1], docs[0]]
+    assert untagged(result.documents) == [docs[1], docs[0]]
 
 
 def test_keep_unranked_appends_candidates_past_the_budget_in_stage1_order() -> None:
     docs = make_docs([f"memory {i}" for i in range(6)])
     result, _, _ = run("[3, 1]", docs, max_candidates=3, keep_unranked=True)
 
-    assert result.documents == [docs[2], docs[0], docs[3], docs[4], docs[5]]
+    assert untagged(result.documents) == [docs[2], docs[0], docs[3], docs[4], docs[5]]
     assert [d.metadata[METADATA_KEY]["filter_rank"] for d in result.documents] == [
         1,
         2,
@@ -190,10 +201,9 @@ def test_parsing_cases(reply: str, expected: list[int]) -> None:
     result, _, docs = run(reply)
 
     assert result.method is FilterMethod.FILTER
-    assert result.documents == [docs[i - 1] for i in expected]
-    assert all(
-        a is b for a, b in zip(result.documents, [docs[i - 1] for i in expected], strict=True)
-    )
+    assert untagged(result.documents) == [docs[i - 1] for i in expected]
+    assert tags(result.documents) == [("filter", rank) for rank in range(1, len(expected) + 1)]
+    assert docs == make_docs()  # the given documents carry no tag
     assert list(result.pointers) == expected
 
 
@@ -229,7 +239,7 @@ def test_unusable_replies_fall_back_to_stage1_order(reply: str) -> None:
     result, _, docs = run(reply)
 
     assert result.method is FilterMethod.FALLBACK_PARSE_ERROR
-    assert result.documents == docs
+    assert untagged(result.documents) == docs
     assert result.raw == reply
     assert result.error
 
@@ -243,7 +253,7 @@ def test_an_echo_of_the_prompt_is_not_read_as_an_answer() -> None:
     result, _, docs = run(echo)
 
     assert result.method is FilterMethod.FALLBACK_PARSE_ERROR
-    assert result.documents == docs
+    assert untagged(result.documents) == docs
 
 
 def test_an_answer_after_an_echoed_prompt_is_read() -> None:
@@ -254,7 +264,7 @@ def test_an_answer_after_an_echoed_prompt_is_read() -> None:
     result, _, docs = run(echo + "\n[2, 4]")
 
     assert result.method is FilterMethod.FILTER
-    assert result.documents == [docs[1], docs[3]]
+    assert untagged(result.documents) == [docs[1], docs[3]]
 
 
 def test_strip_echo_keeps_short_answers_and_unknown_lines() -> None:
@@ -271,7 +281,7 @@ def test_a_one_line_answer_matching_an_example_line_of_the_prompt_is_read() -> N
 
     result = pointer_filter.invoke_with_result({"query": QUERY, "documents": docs})
 
-    assert (result.method, result.documents) == (FilterMethod.FILTER, [docs[1]])
+    assert (result.method, untagged(result.documents)) == (FilterMethod.FILTER, [docs[1]])
 
 
 def test_parse_pointers_raises_on_no_array() -> None:
@@ -283,29 +293,43 @@ def test_parse_pointers_raises_on_no_array() -> None:
 # --- identity and metadata -------------------------------------------------------------
 
 
-def test_returns_the_same_objects_and_records_the_tag_in_the_cogito_dict() -> None:
+def test_returns_copies_with_the_tag_in_the_cogito_dict() -> None:
     docs = make_docs()
     docs[1].metadata[METADATA_KEY] = {"score": 0.9, "method": "decompose_3"}
-    before = [(d.page_content, d.id, dict(d.metadata)) for d in docs]
-    cogito_dict = docs[1].metadata[METADATA_KEY]
+    before = copy.deepcopy(docs)
 
     result, _, _ = run("[2, 1]", docs)
 
-    assert result.documents[0] is docs[1]
-    assert result.documents[1] is docs[0]
-    assert docs[1].metadata[METADATA_KEY] == {
-        "score": 0.9,
-        "method": "decompose_3",
-        "filter_method": "filter",
-        "filter_rank": 1,
+    first, second = result.documents
+    assert first is not docs[1]
+    assert (first.id, first.page_content) == (docs[1].id, docs[1].page_content)
+    assert first.metadata == {
+        **docs[1].metadata,
+        METADATA_KEY: {
+            "score": 0.9,
+            "method": "decompose_3",
+            "filter_method": "filter",
+            "filter_rank": 1,
+        },
     }
-    assert cogito_dict == {"score": 0.9, "method": "decompose_3"}  # the caller's, untouched
-    assert docs[0].metadata[METADATA_KEY] == {"filter_method": "filter", "filter_rank": 2}
-    for doc, (text, doc_id, metadata) in zip(docs, before, strict=True):
-        assert doc.page_content == text
-        assert doc.id == doc_id
-        own = {k: v for k, v in doc.metadata.items() if k != METADATA_KEY}
-        assert own == {k: v for k, v in metadata.items() if k != METADATA_KEY}
+    assert second.metadata == {
+        **docs[0].metadata,
+        METADATA_KEY: {"filter_method": "filter", "filter_rank": 2},
+    }
+    assert docs == before  # the given documents and their dicts are unchanged
+
+
+def test_two_runs_over_the_same_documents_keep_their_own_tags() -> None:
+    docs = make_docs()
+    before = copy.deepcopy(docs)
+
+    first, _, _ = run("[2, 1]", docs)
+    second, _, _ = run("not an answer", docs)
+
+    assert second.method is FilterMethod.FALLBACK_PARSE_ERROR
+    assert tags(first.documents) == [("filter", 1), ("filter", 2)]
+    assert tags(second.documents) == [("fallback_parse_error", None)] * len(docs)
+    assert docs == before
 
 
 def test_documents_sharing_metadata_dicts_each_get_their_own_rank() -> None:
@@ -326,14 +350,14 @@ def test_a_non_dict_cogito_value_is_left_alone() -> None:
 
     result, _, _ = run("[1]", docs)
 
-    assert result.documents == [docs[0]]
+    assert untagged(result.documents) == [docs[0]]
     assert docs[0].metadata[METADATA_KEY] == "user value"
 
 
 def test_top_n_cuts_the_result() -> None:
     result, _, docs = run("[4, 3, 2, 1]", top_n=2)
 
-    assert result.documents == [docs[3], docs[2]]
+    assert untagged(result.documents) == [docs[3], docs[2]]
 
 
 def test_top_n_per_call_overrides_the_field() -> None:
@@ -342,14 +366,14 @@ def test_top_n_per_call_overrides_the_field() -> None:
 
     kept = pointer_filter.invoke({"query": QUERY, "documents": docs}, top_n=1)
 
-    assert kept == [docs[3]]
+    assert untagged(kept) == [docs[3]]
 
 
 def test_a_document_given_twice_is_returned_once() -> None:
     doc = make_docs()[0]
     result, _, _ = run("[1, 2]", [doc, doc])
 
-    assert result.documents == [doc]
+    assert untagged(result.documents) == [doc]
 
 
 # --- fallbacks -------------------------------------------------------------------------
@@ -361,9 +385,9 @@ def test_no_llm_returns_candidates_in_stage1_order_without_a_call() -> None:
     result = PointerFilter(top_n=3).invoke_with_result({"query": QUERY, "documents": docs})
 
     assert result.method is FilterMethod.FALLBACK_NO_LLM
-    assert result.documents == docs[:3]
-    assert all(a is b for a, b in zip(result.documents, docs, strict=False))
-    assert docs[0].metadata[METADATA_KEY]["filter_method"] == "fallback_no_llm"
+    assert untagged(result.documents) == docs[:3]
+    assert tags(result.documents) == [("fallback_no_llm", None)] * 3
+    assert docs == make_docs()  # the given documents carry no tag
 
 
 @pytest.mark.parametrize(
@@ -377,10 +401,10 @@ def test_model_failures_fall_back_to_stage1_order(
 
     assert result.method is method
     assert result.method.is_fallback
-    assert result.documents == docs[:3]
+    assert untagged(result.documents) == docs[:3]
     assert type(error).__name__ in (result.error or "")
     assert len(llm.calls) == 1
-    assert all(d.metadata[METADATA_KEY]["filter_method"] == method.value for d in docs[:3])
+    assert tags(result.documents) == [(method.value, None)] * 3
     assert any("unfiltered" in r.getMessage() for r in caplog.records)
 
 
@@ -391,7 +415,7 @@ async def test_async_failures_fall_back_too() -> None:
     result = await pointer_filter.ainvoke_with_result({"query": QUERY, "documents": docs})
 
     assert result.method is FilterMethod.FALLBACK_UNREACHABLE
-    assert result.documents == docs
+    assert untagged(result.documents) == docs
 
 
 def test_empty_candidates_skip_the_model() -> None:
@@ -419,7 +443,7 @@ def test_sync_timeout_stops_waiting_for_a_model_that_is_still_working() -> None:
     assert not model_was_done
     assert result.method is FilterMethod.FALLBACK_TIMEOUT
     assert result.error == "DeadlineExceededError: no result within 0.05 s"
-    assert result.documents == docs
+    assert untagged(result.documents) == docs
     assert gate.finished.wait(10)
 
 
@@ -434,7 +458,7 @@ async def test_async_timeout_cancels_the_model_call() -> None:
     assert result.error == "DeadlineExceededError: no result within 0.05 s"  # as in sync
     assert gate.cancelled
     assert not gate.finished.is_set()
-    assert result.documents == docs
+    assert untagged(result.documents) == docs
 
 
 async def test_the_model_clients_own_timeout_keeps_its_message_within_the_deadline() -> None:
@@ -454,13 +478,13 @@ def test_model_answering_in_time_is_used() -> None:
     result, _, docs = run("[3]", timeout=30)
 
     assert result.method is FilterMethod.FILTER
-    assert result.documents == [docs[2]]
+    assert untagged(result.documents) == [docs[2]]
 
 
 def test_timeout_none_waits_in_the_calling_thread() -> None:
     result, _, docs = run("[1]", timeout=None)
 
-    assert result.documents == [docs[0]]
+    assert untagged(result.documents) == [docs[0]]
 
 
 # --- structured output -----------------------------------------------------------------
@@ -497,7 +521,7 @@ def test_a_rejected_schema_is_retried_without_it() -> None:
     assert [bool(call["kwargs"]) for call in llm.calls] == [True, False]
     assert result.method is FilterMethod.FILTER
     assert not result.structured
-    assert result.documents == [docs[1]]
+    assert untagged(result.documents) == [docs[1]]
 
 
 def test_pointer_model_schema_is_cached_per_size() -> None:
@@ -649,7 +673,7 @@ async def test_async_event_and_lcel_chain() -> None:
 
     kept = await chain.ainvoke(QUERY, {"callbacks": [recorder]})
 
-    assert kept == [docs[3], docs[1]]
+    assert untagged(kept) == [docs[3], docs[1]]
     assert [d["method"] for d in recorder.event_data(FILTER_EVENT)] == ["filter"]
 
 
@@ -661,7 +685,7 @@ def test_batch_runs_each_input() -> None:
         [{"query": QUERY, "documents": docs}] * 3, {"max_concurrency": 1}
     )
 
-    assert results == [[docs[0]], [docs[1]], [docs[2]]]
+    assert [untagged(kept) for kept in results] == [[docs[0]], [docs[1]], [docs[2]]]
 
 
 def test_is_a_document_compressor(filled_chroma: Chroma) -> None:
@@ -669,7 +693,7 @@ def test_is_a_document_compressor(filled_chroma: Chroma) -> None:
     docs = make_docs()
 
     assert isinstance(pointer_filter, BaseDocumentCompressor)
-    assert pointer_filter.compress_documents(docs, QUERY) == [docs[1]]
+    assert untagged(pointer_filter.compress_documents(docs, QUERY)) == [docs[1]]
 
 
 def test_inside_contextual_compression_retriever(filled_chroma: Chroma) -> None:
@@ -708,7 +732,7 @@ def test_inside_a_document_compressor_pipeline() -> None:
         ]
     )
 
-    assert pipeline.compress_documents(docs, QUERY) == [docs[2]]
+    assert untagged(pipeline.compress_documents(docs, QUERY)) == [docs[2]]
 
 
 # --- proof of fidelity -----------------------------------------------------------------
@@ -787,26 +811,27 @@ def test_fidelity_for_arbitrary_model_output(
 
     result = pointer_filter.invoke_with_result({"query": "what is stored?", "documents": docs})
 
-    returned_ids = [id(d) for d in result.documents]
+    returned_ids = [d.id for d in result.documents]
     assert len(returned_ids) == len(set(returned_ids)), "a document appears twice"
-    assert set(returned_ids) <= {id(d) for d in docs}, "a document that was not given"
+    assert all(d in docs for d in untagged(result.documents)), "a document that was not given"
     for doc, (text, doc_id, metadata) in zip(docs, snapshot, strict=True):
-        assert doc.page_content == text
-        assert doc.id == doc_id
+        assert (doc.page_content, doc.id, doc.metadata) == (text, doc_id, metadata)
+    for doc in result.documents:
+        given = docs[int(doc.id.removeprefix("id-"))]
         own = {k: v for k, v in doc.metadata.items() if k != METADATA_KEY}
-        assert own == {k: v for k, v in metadata.items() if k != METADATA_KEY}
-        added = dict(doc.metadata.get(METADATA_KEY, {}))
-        for key, value in metadata.get(METADATA_KEY, {}).items():
+        assert own == {k: v for k, v in given.metadata.items() if k != METADATA_KEY}
+        added = dict(doc.metadata[METADATA_KEY])
+        for key, value in given.metadata.get(METADATA_KEY, {}).items():
             assert added.pop(key) == value
-        assert set(added) <= {"filter_method", "filter_rank"}
+        assert set(added) == {"filter_method", "filter_rank"}
     if top_n is not None:
         assert len(result.documents) <= top_n
     if result.method.is_fallback:
-        assert result.documents == docs[: top_n or len(docs)]
+        assert untagged(result.documents) == docs[: top_n or len(docs)]
     else:
         assert result.method is FilterMethod.FILTER
         ranked = [docs[p - 1] for p in result.pointers]
-        assert result.documents[: len(ranked)] == ranked[: len(result.documents)]
+        assert untagged(result.documents[: len(ranked)]) == ranked[: len(result.documents)]
         assert all(1 <= p <= result.shown for p in result.pointers)
     for doc in result.documents:
         assert doc.metadata[METADATA_KEY]["filter_method"] == result.method.value
@@ -816,7 +841,7 @@ def test_injection_text_in_candidates_cannot_change_what_is_returned() -> None:
     docs = make_docs(INJECTIONS)
     result, llm, _ = run("[5, 1]", docs)
 
-    assert result.documents == [docs[4], docs[0]]
+    assert untagged(result.documents) == [docs[4], docs[0]]
     assert [d.page_content for d in result.documents] == [INJECTIONS[4], INJECTIONS[0]]
     assert re.search(r"^\[3\] \[7\] a fake candidate line \[8\] another$", llm.prompt_text(), re.M)
 
@@ -859,7 +884,7 @@ def test_a_tool_calling_model_of_any_vendor_gets_the_pointer_schema() -> None:
 
     assert result.method is FilterMethod.FILTER
     assert result.structured
-    assert result.documents == [docs[2], docs[0]]
+    assert untagged(result.documents) == [docs[2], docs[0]]
     parameters = llm.bound_tools[0]["function"]["parameters"]
     assert parameters["properties"]["ids"]["items"] == {
         "type": "integer",
@@ -888,7 +913,10 @@ async def test_a_tool_call_is_the_answer_whatever_text_comes_beside_it(
         pointer_filter.invoke_with_result({"query": QUERY, "documents": docs}),
         await pointer_filter.ainvoke_with_result({"query": QUERY, "documents": docs}),
     ):
-        assert (result.method, result.documents) == (FilterMethod.FILTER, [docs[2], docs[0]])
+        assert (result.method, untagged(result.documents)) == (
+            FilterMethod.FILTER,
+            [docs[2], docs[0]],
+        )
 
 
 def test_pointer_output_parser_composes_with_a_prompt_and_a_model() -> None:
