@@ -228,7 +228,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     """Pydantic model of one extracted item."""
 
     many: bool = False
-    """Whether to extract a list of ``output`` items instead of one."""
+    """Whether to extract a list of ``output`` items instead of one. Without it, a reply
+    that is a list of several objects yields the first, with a warning."""
 
     input_key: str | None = None
     """Prompt variable a plain-string input fills; by default the prompt's only
@@ -492,11 +493,24 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         try:
             value = reply.parsed
             if not isinstance(value, dict):
+                self._warn_if_several(reply)
                 value = extract_json(reply.text, shape="object")
             parsed = self.output.model_validate(value)
         except (JsonExtractionError, ValidationError) as exc:
             return self._parse_error(reply.text, exc)
         return ExtractionResult(parsed, method, reply.text)
+
+    def _warn_if_several(self, reply: ModelReply) -> None:
+        """Warn when a single-object extractor is answered with a list of objects."""
+        count = _object_count(reply)
+        if count > 1:
+            logger.warning(
+                "%s: the reply is a list of %d %s objects; only the first is read. Set "
+                "many=True to extract them all.",
+                self.get_name(),
+                count,
+                self.output.__name__,
+            )
 
     def _log_dropped(self, items: list[Any], errors: list[tuple[int, ValidationError]]) -> None:
         for index, error in errors:
@@ -623,6 +637,19 @@ def decode_items(raw: str) -> tuple[list[Any], bool]:
         if not items:
             raise
         return items, True
+
+
+def _object_count(reply: ModelReply) -> int:
+    """How many objects the list a reply stands for holds (0 when it is not a list)."""
+    value = reply.parsed
+    if value is None:
+        try:
+            value = extract_json(reply.text, shape="any", prefer=_holds_objects)
+        except JsonExtractionError:
+            return 0
+    if not isinstance(value, list):
+        return 0
+    return sum(isinstance(item, dict) for item in value)
 
 
 def _holds_objects(value: Any) -> bool:

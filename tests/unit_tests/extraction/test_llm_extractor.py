@@ -9,7 +9,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
@@ -206,6 +206,29 @@ def test_reply_cut_off_mid_list_keeps_complete_items(caplog: pytest.LogCaptureFi
     assert [person.name for person in result.value] == ["Ada", "Charles"]
     assert result.method is ExtractionMethod.TEXT
     assert any("cut off" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("reply", "warned"),
+    [(json.dumps(PEOPLE), True), (json.dumps(PEOPLE[:1]), False), (json.dumps(PEOPLE[0]), False)],
+    ids=["several", "one in a list", "object"],
+)
+def test_a_list_for_a_single_object_keeps_the_first_and_warns(
+    reply: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    extractor = LlmExtractor.from_llm(
+        FakeListChatModel(responses=[reply]), output=Person, prompt="Who is in: {text}"
+    )
+
+    with caplog.at_level(logging.WARNING, logger="cogito_lc.extraction.llm_extractor"):
+        result = extractor.invoke_with_result("Ada met Charles.")
+
+    assert result.value == Person(**PEOPLE[0])
+    assert result.method is ExtractionMethod.TEXT
+    hints = [r.getMessage() for r in caplog.records if "many=True" in r.getMessage()]
+    assert len(hints) == int(warned)
+    if warned:
+        assert "list of 2 Person objects" in hints[0]
 
 
 def test_max_items_truncates_and_reaches_the_schema() -> None:
