@@ -233,7 +233,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
 
     input_key: str | None = None
     """Prompt variable a plain-string input fills; by default the prompt's only
-    variable, or ``text``."""
+    variable, or ``text``. A string for a prompt with any other variable raises
+    ``ValueError`` before the prompt is formatted: pass a dict of its variables."""
 
     structured_output: StructuredOutputMode = "auto"
     """How the output schema reaches the model (see :data:`StructuredOutputMode`)."""
@@ -355,7 +356,8 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             The value, the method tag and the raw reply.
 
         Raises:
-            ValueError: If ``max_items`` is less than 1.
+            ValueError: If ``max_items`` is less than 1, or ``input`` is a string and the
+                prompt has a variable other than ``input_key``.
             Exception: Whatever the model raised, when ``raise_on_error`` is set.
         """
         variables = self._variables(input, max_items)
@@ -403,10 +405,15 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         raise TypeError(msg)
 
     def _string_key(self) -> str:
-        if self.input_key is not None:
-            return self.input_key
+        """The prompt variable a plain string fills; raise if another would stay unfilled."""
         variables = self.prompt.input_variables
-        return variables[0] if len(variables) == 1 else "text"
+        key = self.input_key
+        if key is None:
+            key = variables[0] if len(variables) == 1 else "text"
+        unfilled = [name for name in variables if name != key]
+        if unfilled:
+            raise ValueError(_unfilled_message(self.get_name(), key, variables, unfilled))
+        return key
 
     def _extract(
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
@@ -689,6 +696,21 @@ def _type_parameter(cls: type[Any]) -> type[BaseModel] | None:
         return None
     argument = arguments[0]
     return argument if isinstance(argument, type) and issubclass(argument, BaseModel) else None
+
+
+def _unfilled_message(name: str, key: str, variables: list[str], unfilled: list[str]) -> str:
+    """Why a plain-string input cannot fill the prompt, and what to pass instead."""
+    if len(variables) == 1:
+        return (
+            f"{name}: input_key is {key!r}, but the prompt's only variable is "
+            f"{variables[0]!r}; set input_key={variables[0]!r} or leave it unset."
+        )
+    example = ", ".join(f"{variable!r}: ..." for variable in variables)
+    return (
+        f"{name} got a plain string, but the prompt's variables are {variables} and a "
+        f"string fills only input_key ({key!r}), leaving {unfilled} unfilled. Pass a dict "
+        f"{{{example}}}, or bind the others with prompt.partial(...)."
+    )
 
 
 def _value(result: ExtractionResult[Any]) -> Any:

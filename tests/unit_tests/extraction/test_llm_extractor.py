@@ -99,14 +99,40 @@ def test_dict_input_fills_several_variables() -> None:
     assert sent_prompt(llm) == "Find people.\n\nAda met Charles."
 
 
-def test_string_input_goes_to_text_when_prompt_has_several_variables() -> None:
-    llm = ScriptedChatModel(replies=["[]"])
+@pytest.mark.parametrize(
+    ("prompt", "input_key", "unfilled"),
+    [
+        ("{text} / {extra}", None, "['extra']"),
+        ("Who in {doc} ({lang})?", None, "['doc', 'lang']"),
+        ("Who in {doc} ({lang})?", "doc", "['lang']"),
+    ],
+)
+def test_a_string_for_a_prompt_of_several_variables_is_refused_before_the_call(
+    prompt: str, input_key: str | None, unfilled: str
+) -> None:
+    llm = FakeListChatModel(responses=['{"name": "Ada", "age": 36}'])
+    extractor = LlmExtractor.from_llm(llm, output=Person, prompt=prompt, input_key=input_key)
+
+    with pytest.raises(ValueError, match=r"input_key") as raised:
+        extractor.invoke("Ada wrote the notes.")
+    with pytest.raises(ValueError, match=r"input_key"):
+        asyncio.run(extractor.ainvoke("Ada wrote the notes."))
+
+    message = str(raised.value)
+    assert f"leaving {unfilled} unfilled" in message
+    assert "Pass a dict" in message
+    assert llm.i == 0  # the model was not called
+
+
+def test_an_input_key_that_is_not_the_prompts_variable_is_refused() -> None:
+    llm = FakeListChatModel(responses=['{"name": "Ada", "age": 36}'])
     extractor = LlmExtractor.from_llm(
-        llm, output=Person, prompt="{text} / {extra}", many=True, structured_output="none"
+        llm, output=Person, prompt="Who is in {doc}?", input_key="text"
     )
 
-    with pytest.raises(KeyError, match="extra"):
-        extractor.invoke("only text")
+    with pytest.raises(ValueError, match=r"input_key is 'text'.*set input_key='doc'"):
+        extractor.invoke("Ada wrote the notes.")
+    assert extractor.invoke({"doc": "Ada wrote the notes."}) == Person(name="Ada", age=36)
 
 
 def test_rejects_unsupported_input_type() -> None:
