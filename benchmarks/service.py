@@ -49,11 +49,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cogito_lc import __version__  # noqa: E402
+from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path  # noqa: E402
 from cogito_lc.bench.scale import drop_table, private_postgres  # noqa: E402
 from tests.integration_tests.service_process import ServiceProcess, start_service  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "service.json"
 DEFAULT_OUT_POSTGRES = ROOT / "benchmarks" / "results" / "service_postgres.json"
+FULL_RUN = {"memories": 10_000, "requests": 200}
+"""The flags that narrow the published runs, at their published values."""
 RUN_TIME_BOUND = 300.0
 """No measured run lasts longer than this many seconds, whatever its request count."""
 LOAD_TIME_BOUND = 1200.0
@@ -162,10 +165,24 @@ def search_sender(path: str, seed: int) -> Callable[[httpx.Client, int], int]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memories", type=int, default=10_000, help="corpus loaded first")
-    parser.add_argument("--requests", type=int, default=200, help="requests per 1-client run")
+    parser.add_argument(
+        "--memories", type=int, default=FULL_RUN["memories"], help="corpus loaded first"
+    )
+    parser.add_argument(
+        "--requests", type=int, default=FULL_RUN["requests"], help="requests per 1-client run"
+    )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=None, help="JSON report")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(
+            what="JSON report",
+            published=f"{DEFAULT_OUT.relative_to(ROOT)} (with --store postgres: "
+            f"{DEFAULT_OUT_POSTGRES.name})",
+            flags="--memories, --requests",
+        ),
+    )
     parser.add_argument("--store", choices=["chroma", "postgres"], default="chroma")
     parser.add_argument(
         "--database-url", default=None, help="Postgres for --store postgres (default: pgserver)"
@@ -180,8 +197,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--replicas needs --store postgres (embedded Chroma is one process)")
     if args.database_url and args.store != "postgres":
         parser.error("--database-url needs --store postgres")
-    if args.out is None:
-        args.out = DEFAULT_OUT_POSTGRES if args.store == "postgres" else DEFAULT_OUT
+    published = DEFAULT_OUT_POSTGRES if args.store == "postgres" else DEFAULT_OUT
+    args.out = results_path(args.out, published, narrowing_flags(args, FULL_RUN))
     return args
 
 

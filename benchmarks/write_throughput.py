@@ -22,9 +22,11 @@ from pathlib import Path
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
+from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "write_throughput.json"
+FULL_RUN_MEMORIES = 2000
 TOPICS = ["billing", "auth", "deploys", "search", "on-call", "schema", "cache", "alerts"]
 
 
@@ -54,9 +56,20 @@ def timed_run(label: str, directory: Path, texts: list[str], batched: bool) -> d
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memories", type=int, default=2000)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--memories", type=int, default=FULL_RUN_MEMORIES)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(
+            what="JSON results",
+            published="benchmarks/results/write_throughput.json",
+            flags="--memories",
+        ),
+    )
     args = parser.parse_args(argv)
+    narrowed = narrowing_flags(args, {"memories": FULL_RUN_MEMORIES})
+    args.out = results_path(args.out, DEFAULT_OUT, narrowed)
     local_embeddings().embed_documents(["warm up"])
     with tempfile.TemporaryDirectory(prefix="cogito-writes-") as tmp:
         directory = Path(tmp)

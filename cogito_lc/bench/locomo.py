@@ -84,6 +84,7 @@ from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from cogito_lc import MemoryStore, RecallB, __version__
 from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
+from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
 from cogito_lc.bench.scale import drop_table, private_postgres
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings, local_model_path
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
@@ -93,6 +94,13 @@ from cogito_lc.stores.postgres import postgres_binding
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The development split, relative to the repository root the benchmark runs from."""
 DEFAULT_OUT = Path("benchmarks/results/locomo.json")
+FULL_RUN: dict[str, Any] = {
+    "conversations": None,
+    "questions": None,
+    "units": ("turns", "facts"),
+    "methods": None,
+}
+"""The flags that narrow the data, as the published run (``make bench``) leaves them."""
 TOP_K = 10
 EXCLUDED_CATEGORY = 5
 FILTER_MAX_TOKENS = 256
@@ -602,7 +610,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=["local"],
         help="embeddings constructions to compare, rows side by side (default: local)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(
+            what="JSON results",
+            published=DEFAULT_OUT,
+            flags="--conversations, --questions, --units, --methods",
+        ),
+    )
     parser.add_argument(
         "--database-url", default=None, help="Postgres for recall_b_pg (default: pgserver)"
     )
@@ -623,7 +640,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="leave-one-conversation-out cross-validation of the fusion over every unit "
         "variant (cogito_lc.bench.locomo_cv; runs are cached in /tmp/locomo-cv)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.out = results_path(args.out, DEFAULT_OUT, narrowing_flags(args, FULL_RUN))
+    return args
 
 
 def ollama_chat_model() -> Any:

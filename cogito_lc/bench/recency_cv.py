@@ -60,6 +60,7 @@ from pydantic import PrivateAttr
 from cogito_lc import RecallB
 from cogito_lc.bench import knowledge_update as ku
 from cogito_lc.bench import locomo
+from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
 from cogito_lc.retrievers import document_key, recency_step
 
 __all__ = [
@@ -858,6 +859,9 @@ def run(args: argparse.Namespace) -> list[str]:
 
 
 GRIDS = ("basic", "extended")
+DEFAULT_GRID = "extended"
+DEFAULT_CHECK_LIVE = 12
+"""Conversations the pick is asked live on, to check the replay."""
 
 
 def grid(name: str) -> list[dict[str, Any]]:
@@ -918,15 +922,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--check-seed", type=int, default=1, help="a second seed, scored with the pick only"
     )
-    parser.add_argument("--grid", choices=GRIDS, default="extended")
+    parser.add_argument("--grid", choices=GRIDS, default=DEFAULT_GRID)
     parser.add_argument(
         "--check-live",
         type=int,
-        default=12,
+        default=DEFAULT_CHECK_LIVE,
         help="ask the pick live on this many conversations to check the replay (0: skip)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the markdown report")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(
+            what="the markdown report",
+            published=DEFAULT_OUT,
+            flags="--conversations, --grid, --check-live",
+        ),
+    )
     args = parser.parse_args(argv)
+    full_run = {
+        "conversations": ku.DEFAULT_CONVERSATIONS,
+        "grid": DEFAULT_GRID,
+        "check_live": DEFAULT_CHECK_LIVE,
+    }
+    args.out = results_path(args.out, DEFAULT_OUT, narrowing_flags(args, full_run))
     args.command = "python benchmarks/recency_cv.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )

@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from cogito_lc._core.metadata import METADATA_KEY
+from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The LoCoMo development split, relative to the repository root the benchmark runs from."""
@@ -75,6 +76,13 @@ DEFAULT_SIZES = (10_000, 100_000)
 DEFAULT_QUERIES = 30
 DEFAULT_SCOPES = 100
 LAYOUTS = ("one", "spread")
+FULL_RUN: dict[str, Any] = {
+    "quick": False,
+    "sizes": DEFAULT_SIZES,
+    "queries": DEFAULT_QUERIES,
+    "layouts": LAYOUTS,
+}
+"""The flags that narrow the data, at their values in a full default run."""
 QUICK_SIZES = (1_000,)
 QUICK_QUERIES = 5
 MINILM_MAX_MEMORIES = 100_000
@@ -539,13 +547,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the stores after the run")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 memories, hash")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(
+            what="JSON results",
+            published=DEFAULT_OUT,
+            flags="--quick, --sizes, --queries, --layouts",
+        ),
+    )
     parser.add_argument("--store", choices=STORES, default="chroma", help="where to load")
     parser.add_argument("--database-url", default=None, help="Postgres for --store postgres")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     args.queries = args.queries or (QUICK_QUERIES if args.quick else DEFAULT_QUERIES)
     args.embeddings = args.embeddings or ("hash" if args.quick else "auto")
+    args.out = results_path(args.out, DEFAULT_OUT, narrowing_flags(args, FULL_RUN))
     return args
 
 

@@ -626,13 +626,20 @@ def prompts_show(name: str) -> None:
         out.print(getattr(prompt, "template", str(message)), markup=False)
 
 
+_BENCH_OUT_HELP = (
+    "JSON results (default: the published file under benchmarks/results/ on a full default "
+    "run in the source checkout; a partial run, or one elsewhere, writes a new file under "
+    "the system temp directory and prints its path)."
+)
+
+
 @bench_app.command("locomo")
 def bench_locomo(
     path: Annotated[Path, typer.Argument(help="LoCoMo JSON file.")],
     units: Annotated[list[str] | None, typer.Option(help="turns and/or facts")] = None,
     methods: Annotated[list[str] | None, typer.Option(help="methods to run")] = None,
     conversations: Annotated[int | None, typer.Option(min=1)] = None,
-    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help=_BENCH_OUT_HELP)] = None,
 ) -> None:
     """LoCoMo retrieval benchmark: vector, BM25, EnsembleRetriever, RecallB."""
     if not path.is_file():
@@ -670,7 +677,7 @@ def bench_scale(
         typer.Option(help="auto (MiniLM up to 100,000, then pool), minilm, pool or hash."),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: 1,000 memories.")] = False,
-    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help=_BENCH_OUT_HELP)] = None,
 ) -> None:
     """Scale benchmark: load, disk, RSS and recall latency as memories grow."""
     from cogito_lc.bench.scale import DEFAULT_DATA
@@ -713,7 +720,7 @@ def bench_updates(
     llm_conversations: Annotated[
         int | None, typer.Option(min=1, help="Conversations of the model modes (10).")
     ] = None,
-    out_file: Annotated[Path | None, typer.Option("--out", help="JSON results.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help=_BENCH_OUT_HELP)] = None,
 ) -> None:
     """Knowledge-update benchmark: current, past and forgotten facts after they change."""
     from cogito_lc.bench.knowledge_update import MODES
