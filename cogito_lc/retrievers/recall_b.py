@@ -460,9 +460,9 @@ class RecallB(RejectUnknownFields, BaseRetriever):
     ) -> list[Document]:
         decomposition, keep, k = self._prepare(query, kwargs)
         original = decomposition.queries[0]
-        # The lexical run needs no vector. When the database runs it, it is sent
-        # first and runs while the query is embedded and searched; otherwise it
-        # runs first here and its documents are read with the vector runs' in one call.
+        # The lexical run needs no vector: it runs in a thread while the query is
+        # embedded on a core fewer (and searched, unless the store reads its documents
+        # with the vector runs' in one call, which then waits for it).
         beside = self._lexical_beside_search()
         lexical: _Lexical | Future[_Lexical] = (
             _lexical_pool().submit(self._lexical_run, original)
@@ -473,6 +473,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             plan = self.subquery_plan()
             queries = decomposition.queries
             vectors = embed_with_plan(plan, self.query_embeddings, queries, spare_core=beside)
+            if isinstance(lexical, Future) and self._store.reads_by_id:
+                lexical = lexical.result()
             docs, found = self._recall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -594,6 +596,8 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         )
         with _abandoned_on_error(lexical):
             plan, vectors = await self._aplan_vectors(decomposition, spare_core=beside)
+            if isinstance(lexical, asyncio.Future) and self._store.reads_by_id:
+                lexical = await lexical
             docs, found = await self._arecall(
                 decomposition, plan, vectors, lexical, k, copies=True, keep=keep
             )
@@ -668,15 +672,20 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return ranked, found
 
     def _lexical_beside_search(self) -> bool:
-        """Whether the lexical run goes to the database while the query is embedded and searched.
+        """Whether the lexical run goes to a thread while the query is embedded and searched.
 
-        So when the database runs the lexical search (``runs_in_database``) and
-        the store reads its documents with the search, not by id after it.
+        So when a recall runs one (an index, and a weight that uses it). The
+        forward pass then leaves it a core: one spread over every core waits on
+        the core the lexical run took.
         """
-        index = self.lexical_index
-        if index is None and self._lexical is not None:
-            index = self._lexical.index
-        return bool(getattr(index, "runs_in_database", False)) and not self._store.reads_by_id
+        has_index = (
+            self.lexical_index is not None
+            or self._chroma_bm25 is not None
+            or self._lexical is not None
+        )
+        return has_index and (
+            self.corpus_bm25_weight > 0 or self.bm25_weight > 0 or self.lexical_blend_weight > 0
+        )
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""

@@ -59,7 +59,7 @@ def test_a_spare_core_is_left_by_short_calls_only(
 
 
 @pytest.mark.usefixtures("two_threads")
-def test_only_a_recall_with_its_lexical_run_in_the_database_spares_a_core(
+def test_only_a_recall_with_a_lexical_run_beside_its_forward_pass_spares_a_core(
     minilm: Embeddings, threads_seen: list[int], pg_url: str, pg_collection: str, tmp_path: Path
 ) -> None:
     every = torch.get_num_threads()
@@ -67,17 +67,19 @@ def test_only_a_recall_with_its_lexical_run_in_the_database_spares_a_core(
         MemoryStore.from_database_url(pg_url, embeddings=minilm, collection=pg_collection)
     )
     chroma = MemoryStore(Chroma("notes", minilm, persist_directory=str(tmp_path)))
+    no_lexical = {"corpus_bm25_weight": 0.0, "bm25_weight": 0.0, "lexical_blend_weight": 0.0}
+    postgres.store_many(NOTES)
+    chroma.store_many(NOTES)
     recalls = []
-    for memory in (postgres, chroma):
-        memory.store_many(NOTES)
-        recall = memory.as_retriever(k=1)
+    for memory, fields in ((postgres, {}), (chroma, {}), (chroma, no_lexical)):
+        recall = memory.as_retriever(k=1, **fields)
         assert isinstance(recall, RecallB)
         recall.invoke(QUERY)  # the sub-query plan is probed once
         recalls.append(recall)
     threads_seen.clear()
     for recall in recalls:
         assert "8083" in recall.invoke(QUERY)[0].page_content
-    assert threads_seen == [every - 1, every]
+    assert threads_seen == [every - 1, every - 1, every]
 
 
 @pytest.mark.usefixtures("two_threads")

@@ -118,3 +118,42 @@ def test_the_local_model_serves_concurrent_threads(minilm: Embeddings) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         sizes = list(pool.map(work, range(40)))
     assert sizes == [2 if n % 2 else 3 for n in range(40)]
+
+
+async def test_the_lexical_run_goes_beside_the_forward_pass_on_a_core_fewer(
+    sample_store: Chroma, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import torch
+
+    from cogito_lc.retrievers import recall_b
+
+    retriever = RecallB(vectorstore=sample_store, k=5)
+    assert retriever.lexical_sync is not None
+    query = "which port does the billing service listen on?"
+    expected = [d.id for d in retriever.invoke(query)]
+    caller = threading.get_ident()
+    lexical_threads: list[int] = []
+    forward_threads: list[int] = []
+    original_run = recall_b.RecallB._lexical_run
+    original_forward = recall_b.embed_with_plan.__globals__["_forward"]
+
+    def recording_run(self: RecallB, text: str) -> object:
+        lexical_threads.append(threading.get_ident())
+        return original_run(self, text)
+
+    def recording_forward(*args: object) -> object:
+        forward_threads.append(torch.get_num_threads())
+        return original_forward(*args)
+
+    monkeypatch.setattr(recall_b.RecallB, "_lexical_run", recording_run)
+    monkeypatch.setitem(recall_b.embed_with_plan.__globals__, "_forward", recording_forward)
+    full = torch.get_num_threads()
+
+    assert [d.id for d in retriever.invoke(query)] == expected
+    assert [d.id for d in await retriever.ainvoke(query)] == expected
+    assert len(lexical_threads) == 2
+    assert caller not in lexical_threads
+    assert forward_threads == [max(1, full - 1)] * 2
+    assert torch.get_num_threads() == full
