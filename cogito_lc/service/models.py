@@ -319,22 +319,16 @@ def _fitting_model(store: VectorStore, embeddings: Embeddings, where: str) -> Ve
         ConfigError: If the collection holds vectors of another size (made with
             another model): every write would fail, so the service does not start.
     """
-    from cogito_lc.stores._dimension import checked_embeddings
+    from cogito_lc.stores.chroma import with_fitting_model
 
     try:
-        held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]  # type: ignore[attr-defined]
-    except Exception as exc:  # a server not up yet: its requests answer 503 until it is back
-        logger.warning("could not read a vector of %s to check its size: %s", where, exc)
-        return store
-    if held is None or len(held) == 0:
-        return store
-    try:
-        checked = checked_embeddings(embeddings, len(held[0]), where)
+        return cast("VectorStore", with_fitting_model(store, embeddings, where))
     except ValueError as exc:
         msg = f"{exc} (embed_model, COGITO_EMBED_MODEL; or set store_path or collection)"
         raise ConfigError(msg) from None
-    store._embedding_function = checked  # type: ignore[attr-defined]
-    return store
+    except Exception as exc:  # a server not up yet: its requests answer 503 until it is back
+        logger.warning("could not read a vector of %s to check its size: %s", where, exc)
+        return store
 
 
 _STORE_LOCKS: dict[tuple[int, Path], IO[str]] = {}

@@ -19,6 +19,7 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.blas import one_blas_thread
 from cogito_lc._core.filters import where_predicate
+from cogito_lc.stores._dimension import checked_embeddings
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -30,7 +31,7 @@ from cogito_lc.stores.base import (
     unit_rows,
 )
 
-__all__ = ["ChromaAdapter"]
+__all__ = ["ChromaAdapter", "with_fitting_model"]
 
 _SAME_VECTOR = 1e-5
 """A search distance this small means an exact duplicate of the query vector."""
@@ -443,3 +444,19 @@ def _documents(raw: Any) -> list[Document]:
         for doc_id, text, meta in zip(raw["ids"], raw["documents"], raw["metadatas"], strict=True)
         if text is not None
     ]
+
+
+def with_fitting_model(store: Any, embeddings: Any, holder: str) -> Any:
+    """``store`` (a ``Chroma``), using ``embeddings`` checked against its stored vectors' size.
+
+    A collection holding no vector yet takes any model. Embeddings built on their
+    first use are checked then (see :func:`~cogito_lc.stores._dimension.checked_embeddings`).
+
+    Raises:
+        ValueError: If the collection holds vectors of another size than the model's.
+    """
+    held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]
+    if held is None or len(held) == 0:
+        return store
+    store._embedding_function = checked_embeddings(embeddings, len(held[0]), holder)
+    return store
