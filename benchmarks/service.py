@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cogito_lc import __version__  # noqa: E402
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path  # noqa: E402
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path  # noqa: E402
 from cogito_lc.bench.scale import drop_table, private_postgres  # noqa: E402
 from tests.integration_tests.service_process import ServiceProcess, start_service  # noqa: E402
 
@@ -172,16 +172,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--requests", type=int, default=FULL_RUN["requests"], help="requests per 1-client run"
     )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="JSON report",
-            published=f"{DEFAULT_OUT.relative_to(ROOT)} (with --store postgres: "
-            f"{DEFAULT_OUT_POSTGRES.name})",
-            flags="--memories, --requests",
-        ),
+    add_out_argument(
+        parser,
+        what="JSON report",
+        published=f"{DEFAULT_OUT.relative_to(ROOT)} (with --store postgres: "
+        f"{DEFAULT_OUT_POSTGRES.name})",
+        flags="--memories, --requests",
     )
     parser.add_argument("--store", choices=["chroma", "postgres"], default="chroma")
     parser.add_argument(

@@ -22,7 +22,7 @@ from pathlib import Path
 from langchain_chroma import Chroma
 
 from cogito_lc import MemoryStore
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "write_throughput.json"
@@ -57,15 +57,11 @@ def timed_run(label: str, directory: Path, texts: list[str], batched: bool) -> d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=FULL_RUN_MEMORIES)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="JSON results",
-            published="benchmarks/results/write_throughput.json",
-            flags="--memories",
-        ),
+    add_out_argument(
+        parser,
+        what="JSON results",
+        published="benchmarks/results/write_throughput.json",
+        flags="--memories",
     )
     args = parser.parse_args(argv)
     narrowed = narrowing_flags(args, {"memories": FULL_RUN_MEMORIES})

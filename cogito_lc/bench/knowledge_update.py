@@ -66,7 +66,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from cogito_lc import MemoryNotFoundError, MemoryStore, __version__
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path
 from cogito_lc.bench.update_templates import CHAT_LINES, CUE_WORDS, FACT_TEMPLATES, FactTemplate
 
 __all__ = [
@@ -1401,15 +1401,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--recall-b", default="{}", help="RecallB fields as JSON, e.g. '{\"cosine_weight\": 0.5}'"
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="JSON results; the markdown goes beside it",
-            published=DEFAULT_OUT,
-            flags="--conversations, --modes, --llm-conversations",
-        ),
+    add_out_argument(
+        parser,
+        what="JSON results; the markdown goes beside it",
+        published=DEFAULT_OUT,
+        flags="--conversations, --modes, --llm-conversations",
     )
     parser.add_argument(
         "--markdown", type=Path, default=None, help="markdown tables (default: --out as .md)"

@@ -84,7 +84,7 @@ from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from cogito_lc import MemoryStore, RecallB, __version__
 from cogito_lc.bench.mem0_hybrid import Mem0HybridRetriever
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path
 from cogito_lc.bench.scale import drop_table, private_postgres
 from cogito_lc.embeddings.local import LOCAL_MODEL_NAME, local_embeddings, local_model_path
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
@@ -610,15 +610,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=["local"],
         help="embeddings constructions to compare, rows side by side (default: local)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="JSON results",
-            published=DEFAULT_OUT,
-            flags="--conversations, --questions, --units, --methods",
-        ),
+    add_out_argument(
+        parser,
+        what="JSON results",
+        published=DEFAULT_OUT,
+        flags="--conversations, --questions, --units, --methods",
     )
     parser.add_argument(
         "--database-url", default=None, help="Postgres for recall_b_pg (default: pgserver)"

@@ -60,7 +60,7 @@ from pydantic import PrivateAttr
 from cogito_lc import RecallB
 from cogito_lc.bench import knowledge_update as ku
 from cogito_lc.bench import locomo
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path
 from cogito_lc.retrievers import document_key, recency_step
 
 __all__ = [
@@ -929,15 +929,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_CHECK_LIVE,
         help="ask the pick live on this many conversations to check the replay (0: skip)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="the markdown report",
-            published=DEFAULT_OUT,
-            flags="--conversations, --grid, --check-live",
-        ),
+    add_out_argument(
+        parser,
+        what="the markdown report",
+        published=DEFAULT_OUT,
+        flags="--conversations, --grid, --check-live",
     )
     args = parser.parse_args(argv)
     full_run = {

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OUT_HELP", "narrowing_flags", "results_path"]
+__all__ = ["OUT_HELP", "add_out_argument", "narrowing_flags", "results_path"]
 
 OUT_HELP = (
     "{what} (default: {published} on a full run in the source checkout; a partial run "
@@ -26,6 +26,21 @@ OUT_HELP = (
 )
 """The ``--out`` help of every benchmark: format it with what the file holds, the published
 file and the flags that make a run partial."""
+
+
+def add_out_argument(
+    parser: argparse.ArgumentParser, *, what: str, published: object, flags: str
+) -> None:
+    """Add ``--out``: where ``what`` goes; ``published`` on a full run, else a temp file.
+
+    ``flags`` names the options that make a run partial (see :func:`results_path`).
+    """
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=OUT_HELP.format(what=what, published=published, flags=flags),
+    )
 
 
 def narrowing_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) -> list[str]:

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from cogito_lc._core.metadata import METADATA_KEY
-from cogito_lc.bench.results import OUT_HELP, narrowing_flags, results_path
+from cogito_lc.bench.results import add_out_argument, narrowing_flags, results_path
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10-dev.json")
 """The LoCoMo development split, relative to the repository root the benchmark runs from."""
@@ -547,15 +547,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the stores after the run")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 memories, hash")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=OUT_HELP.format(
-            what="JSON results",
-            published=DEFAULT_OUT,
-            flags="--quick, --sizes, --queries, --layouts",
-        ),
+    add_out_argument(
+        parser,
+        what="JSON results",
+        published=DEFAULT_OUT,
+        flags="--quick, --sizes, --queries, --layouts",
     )
     parser.add_argument("--store", choices=STORES, default="chroma", help="where to load")
     parser.add_argument("--database-url", default=None, help="Postgres for --store postgres")
