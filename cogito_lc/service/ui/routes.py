@@ -204,7 +204,7 @@ class _Inspector:
         headers = request.headers.getlist(_SCOPE_HEADER)
         if len(headers) > 1:
             raise HTTPException(400, "X-Cogito-User was sent more than once")
-        if headers and headers[0] != (session.scope or self.settings.user_id):
+        if headers and _header_scope(headers[0]) != (session.scope or self.settings.user_id):
             raise HTTPException(403, "this session belongs to another scope; log in again")
         return session
 

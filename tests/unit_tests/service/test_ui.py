@@ -182,6 +182,28 @@ def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) 
     assert _login(client, token=TOKEN, scope="not a user id!").status_code == 422
 
 
+def test_a_gateway_session_of_a_non_ascii_user_opens_its_pages(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    memory.scoped({"user_id": "zoë"}).store("zoë likes green tea")
+    gateway = {"X-Cogito-User": "zo%C3%AB"}  # the header percent-encoded, as the CLI sends it
+    page = client.get("/ui/login", headers=gateway)
+    nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+    assert nonce is not None
+    login = client.post(
+        "/ui/login",
+        data={"nonce": nonce.group(1), "token": TOKEN},
+        headers=gateway,
+        follow_redirects=False,
+    )
+
+    assert login.status_code == 303
+    listing = client.get("/ui/memories", headers=gateway)
+    assert listing.status_code == 200
+    assert "zoë likes green tea" in listing.text
+    assert client.get("/ui/memories", headers={"X-Cogito-User": "bob"}).status_code == 403
+
+
 def test_a_server_without_request_scopes_refuses_a_typed_scope(
     tmp_path: Path, memory: MemoryStore
 ) -> None:
