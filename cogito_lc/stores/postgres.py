@@ -223,7 +223,14 @@ def _scrub(text: str, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
-_RESERVED_SUFFIXES = ("_bm25", "_seq", "_embedding_hnsw", "_content_tsv")
+_RESERVED_SUFFIXES = (
+    "_bm25",
+    "_seq",
+    "_pkey",
+    "_embedding_hnsw",
+    "_content_tsv",
+    *(f"_{key}" for key in SCOPE_KEYS),
+)
 """Endings of the names a collection's own tables and indexes take (``<collection>_bm25``)."""
 
 

@@ -439,7 +439,9 @@ def test_setup_errors_name_the_setting_and_hide_the_password(pg_collection: str)
     assert "cogito:***@127.0.0.1:1" in message
 
 
-@pytest.mark.parametrize("ending", ["_bm25", "_seq", "_embedding_hnsw", "_content_tsv"])
+@pytest.mark.parametrize(
+    "ending", ["_bm25", "_seq", "_pkey", "_embedding_hnsw", "_content_tsv", "_user_id", "_run_id"]
+)
 def test_a_collection_named_like_another_collections_own_tables_is_refused(
     pg_url: str, pg_collection: str, ending: str
 ) -> None:
