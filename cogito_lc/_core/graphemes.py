@@ -17,6 +17,8 @@ _EXTENDERS = (
     range(0xE0020, 0xE0080),  # tags (subdivision flags)
     range(0x1160, 0x1200),  # conjoining Hangul vowels and final consonants
     range(0xD7B0, 0xD800),
+    range(0x0E33, 0x0E34),  # Thai sara am, a spacing mark though a letter (Lo)
+    range(0x0EB3, 0x0EB4),  # Lao sign am, likewise
 )
 _MARKS = frozenset({"Mn", "Mc", "Me"})
 

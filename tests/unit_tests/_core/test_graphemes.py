@@ -18,6 +18,8 @@ from cogito_lc._core.graphemes import cut
         ("line\r\nnext", 5, "line"),
         ("\u00e9te\u0301", 3, "\u00e9t"),
         ("e\u0301\u0301\u0301", 2, ""),
+        ("\u0e19\u0e49\u0e33", 2, ""),
+        ("a\u0e99\u0eb3", 2, "a"),
     ],
     ids=[
         "ascii",
@@ -30,6 +32,8 @@ from cogito_lc._core.graphemes import cut
         "crlf",
         "decomposed-accent",
         "one-cluster-over-the-limit",
+        "thai-sara-am",
+        "lao-sign-am",
     ],
 )
 def test_cut_ends_between_grapheme_clusters(text: str, limit: int, expected: str) -> None:
