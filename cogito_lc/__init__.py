@@ -55,7 +55,11 @@ from cogito_lc.memory.snapshot import Snapshot, SnapshotBuilder, load_snapshot
 from cogito_lc.prompts.registry import PromptRegistry, PromptVariablesError
 from cogito_lc.retrievers.cogito_retriever import RETRIEVAL_EVENT, CogitoRetriever
 from cogito_lc.retrievers.recall_b import RecallB
-from cogito_lc.stores import DatabaseUnavailableError, WriteLockTimeoutError
+from cogito_lc.stores import (
+    DatabaseUnavailableError,
+    StatementTimeoutError,
+    WriteLockTimeoutError,
+)
 
 try:
     __version__ = _importlib_metadata.version("cogito-lc")
@@ -98,6 +102,7 @@ __all__ = [
     "SeedSummary",
     "Snapshot",
     "SnapshotBuilder",
+    "StatementTimeoutError",
     "StructuredOutputMode",
     "SupersessionDecision",
     "SupersessionInput",

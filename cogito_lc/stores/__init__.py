@@ -42,7 +42,11 @@ from cogito_lc.stores.lexical_index import (
     lexical_terms,
 )
 from cogito_lc.stores.lexical_sync import LexicalSync, lexical_sync_for
-from cogito_lc.stores.postgres import DatabaseUnavailableError, WriteLockTimeoutError
+from cogito_lc.stores.postgres import (
+    DatabaseUnavailableError,
+    StatementTimeoutError,
+    WriteLockTimeoutError,
+)
 from cogito_lc.stores.postgres_lexical import PostgresLexicalIndex
 from cogito_lc.stores.qdrant import QdrantAdapter, open_qdrant_store
 from cogito_lc.stores.sqlite_fts import SqliteLexicalIndex
@@ -64,6 +68,7 @@ __all__ = [
     "Run",
     "ScoredDocument",
     "SqliteLexicalIndex",
+    "StatementTimeoutError",
     "StoreAdapter",
     "StoredVectors",
     "Vector",
