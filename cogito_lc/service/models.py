@@ -326,9 +326,6 @@ def _fitting_model(store: VectorStore, embeddings: Embeddings, where: str) -> Ve
     except ValueError as exc:
         msg = f"{exc} (embed_model, COGITO_EMBED_MODEL; or set store_path or collection)"
         raise ConfigError(msg) from None
-    except Exception as exc:  # a server not up yet: its requests answer 503 until it is back
-        logger.warning("could not read a vector of %s to check its size: %s", where, exc)
-        return store
 
 
 _STORE_LOCKS: dict[tuple[int, Path], IO[str]] = {}
