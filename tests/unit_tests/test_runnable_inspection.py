@@ -120,4 +120,8 @@ def test_pointer_filter_as_tool_runs() -> None:
     )
     docs = [Document("a"), Document("b")]
 
-    assert tool.invoke({"query": "b?", "documents": docs}) == [docs[1]]
+    picked = tool.invoke({"query": "b?", "documents": docs})
+
+    assert [doc.page_content for doc in picked] == ["b"]
+    assert picked[0].metadata["cogito"]["filter_method"] == "filter"
+    assert docs[1].metadata == {}  # the given documents are not changed
