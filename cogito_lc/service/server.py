@@ -175,12 +175,11 @@ _SCOPE_HEADER_HELP = (
     "not ASCII is sent percent-encoded from UTF-8 (zo%C3%AB for zoë); the server "
     "decodes it, then checks it as the body's user_id."
 )
-_SCOPE_HEADER_PATTERN = r"^[A-Za-z0-9%][A-Za-z0-9%_.:@+-]*$"
-"""The header as a client sends it: a user id, percent-encoded where it is not ASCII.
+_SCOPE_HEADER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]*$"
+"""The header the schema publishes: an ASCII user id.
 
-Published only: the decoded id is what is checked, and a header of raw UTF-8 bytes
-is understood too."""
-_SCOPE_HEADER_MAX_CHARS = 3 * 4 * ID_MAX_CHARS  # four UTF-8 bytes a character, %XX each
+The server takes more: a user id that is not ASCII percent-encoded (or as raw UTF-8
+bytes), decoded and then checked as the body's ``user_id`` is, length included."""
 _STREAM_HELP = (
     "Server-sent events: `candidates` (`memories`, `recall_method`: stage 1, RecallB's "
     "order) as soon as it is ready, then `result` (the body of `/recall`), or `error` "
@@ -289,9 +288,11 @@ class _Scopes:
                 x_cogito_user: Annotated[
                     str | None,
                     Header(
-                        max_length=_SCOPE_HEADER_MAX_CHARS,
                         description=_SCOPE_HEADER_HELP,
-                        json_schema_extra={"pattern": _SCOPE_HEADER_PATTERN},
+                        json_schema_extra={
+                            "pattern": _SCOPE_HEADER_PATTERN,
+                            "maxLength": ID_MAX_CHARS,
+                        },
                     ),
                 ] = None,
             ) -> str | None:

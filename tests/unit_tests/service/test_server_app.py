@@ -156,7 +156,13 @@ def test_openapi_publishes_the_user_id_pattern_and_the_encoded_header(client: Te
     parameters = schema["paths"]["/memories"]["get"]["parameters"]
     header = next(p for p in parameters if p["name"] == "x-cogito-user")
     assert "zo%C3%AB" in header["description"]
-    assert header["schema"]["pattern"].startswith("^[A-Za-z0-9%]")
+    # An ASCII id: every header the schema allows is one the server takes; a
+    # percent-encoded id is taken beyond it (no pattern can say "valid UTF-8 letters").
+    assert header["schema"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9_.:@+-]*$"
+    assert header["schema"]["maxLength"] == 128
+    long_id = client.get("/memories", headers={"X-Cogito-User": "a" * 2000})
+    assert long_id.status_code == 422
+    assert "at most 128 characters" in long_id.text
 
 
 def test_explicit_id_of_another_memory_is_a_conflict(client: TestClient) -> None:
