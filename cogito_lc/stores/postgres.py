@@ -411,9 +411,9 @@ class PostgresDatabase:
                 no connection comes within ``timeout`` or the database is lost
                 mid-statement (which opens the breaker).
         """
-        held = _ATOMIC.get()
-        if held is not None and held[0] is self:
-            yield held[1]
+        held = self._atomic_connection()
+        if held is not None:
+            yield held
             return
         import psycopg
         from psycopg.errors import LockNotAvailable, QueryCanceled
@@ -468,12 +468,17 @@ class PostgresDatabase:
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """A pooled connection inside one transaction (the :meth:`atomic` block's, in one)."""
-        held = _ATOMIC.get()
-        if held is not None and held[0] is self:
-            yield held[1]
+        held = self._atomic_connection()
+        if held is not None:
+            yield held
             return
         with self.connection() as conn, conn.transaction():
             yield conn
+
+    def _atomic_connection(self) -> Any | None:
+        """The connection of this database's :meth:`atomic` block this thread is in, if any."""
+        held = _ATOMIC.get()
+        return held[1] if held is not None and held[0] is self else None
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -482,8 +487,7 @@ class PostgresDatabase:
         Committed at the end, rolled back if the block raises or the replica dies
         in it. Nested blocks join the outer one.
         """
-        held = _ATOMIC.get()
-        if held is not None and held[0] is self:
+        if self._atomic_connection() is not None:
             yield
             return
         with self.connection() as conn, conn.transaction():
