@@ -437,11 +437,7 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         return inflect_query(stripped, exclude=self.lexical_stop_words)
 
     def _lexical_hits(self, query: str) -> _LexicalRun | None:
-        if not query.strip() or (
-            self.corpus_bm25_weight <= 0
-            and self.bm25_weight <= 0
-            and self.lexical_blend_weight <= 0
-        ):
+        if not query.strip() or not self._lexical_weighted():
             return None
         where = self.search_kwargs.get("filter")
         if isinstance(self.lexical_index, Bm25Index):
@@ -683,9 +679,11 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             or self._chroma_bm25 is not None
             or self._lexical is not None
         )
-        return has_index and (
-            self.corpus_bm25_weight > 0 or self.bm25_weight > 0 or self.lexical_blend_weight > 0
-        )
+        return has_index and self._lexical_weighted()
+
+    def _lexical_weighted(self) -> bool:
+        """Whether a weight uses the corpus lexical run (its top, its scores or its blend)."""
+        return self.corpus_bm25_weight > 0 or self.bm25_weight > 0 or self.lexical_blend_weight > 0
 
     def _lexical_run(self, query: str) -> tuple[_LexicalRun | None, list[Document]]:
         """The corpus lexical run for ``query`` (without stop words) and its top documents."""
