@@ -19,8 +19,8 @@ def seed_via_api(
     """Store each paragraph of each matching file with ``/store`` (or ``/add``).
 
     The server's ids are stable hashes of scope and text, so a memory already
-    stored is not written twice; it is counted as stored here, since the
-    service answers the same way for a new and a known memory.
+    stored is not written twice: ``/store`` answers ``created: false`` and it is
+    counted as skipped.
     """
     summary = SeedSummary(dry_run=dry_run)
     files = sorted(p for p in directory.glob(glob) if p.is_file())
@@ -36,14 +36,17 @@ def seed_via_api(
             summary.stored += len(chunks)
             continue
         try:
-            summary.stored += sum(_write(client, chunk.page_content, extract) for chunk in chunks)
+            for chunk in chunks:
+                _write(client, chunk.page_content, summary, extract=extract)
         except CliError as exc:
             summary.failed.append((str(file), str(exc)))
     return summary
 
 
-def _write(client: ApiClient, text: str, extract: bool) -> int:
+def _write(client: ApiClient, text: str, summary: SeedSummary, *, extract: bool) -> None:
     if extract:
-        return int(client.call("POST", "/add", {"text": text}).get("count", 0))
-    client.call("POST", "/store", {"text": text})
-    return 1
+        summary.stored += int(client.call("POST", "/add", {"text": text}).get("count", 0))
+    elif client.call("POST", "/store", {"text": text}).get("created", True):
+        summary.stored += 1
+    else:
+        summary.skipped += 1

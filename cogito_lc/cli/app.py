@@ -287,7 +287,8 @@ def store(
     if raw:
         out.print_json(data=answer)
     else:
-        out.print(Text("stored ").append(escape_controls(str(answer["id"])), style="bold"))
+        verb = "stored " if answer.get("created", True) else "already stored "
+        out.print(Text(verb).append(escape_controls(str(answer["id"])), style="bold"))
 
 
 @app.command()

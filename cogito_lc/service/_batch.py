@@ -31,7 +31,14 @@ from cogito_lc._core.validation import check_unicode
 from cogito_lc.memory.scope import memory_id
 from cogito_lc.service._schemas import check_metadata
 
-__all__ = ["PendingStore", "StoreBatcher", "check_pending", "id_conflict", "store_batch"]
+__all__ = [
+    "PendingStore",
+    "StoreBatcher",
+    "StoredMemory",
+    "check_pending",
+    "id_conflict",
+    "store_batch",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +54,17 @@ class PendingStore:
     text: str
     memory_id: str | None = None
     metadata: Mapping[str, Any] | None = None
-    future: asyncio.Future[Document] | None = field(default=None, repr=False)
+    future: asyncio.Future[StoredMemory] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A ``/store`` request's memory, as stored, and whether that request wrote it."""
+
+    document: Document
+    created: bool
+    """False when the memory was stored already (the same text in the scope, or the
+    same id and text), or an earlier request of the same batch wrote it."""
 
 
 def id_conflict() -> HTTPException:
@@ -92,8 +109,13 @@ def _holds_other(memory: Any, found: Document, text: str) -> bool:
     return not memory.scope.contains(found.metadata) or found.page_content != text
 
 
-def _admit(items: list[PendingStore]) -> tuple[list[int], dict[int, Exception]]:
-    """Indexes that may be written, and a 409 for each explicit id held by another memory."""
+def _admit(
+    items: list[PendingStore],
+) -> tuple[list[int], dict[int, Exception], dict[str, Document]]:
+    """Indexes that may be written, a 409 each for the others, and who holds the explicit ids.
+
+    An explicit id held by another memory (another scope, or other text) is a 409.
+    """
     explicit = list(dict.fromkeys(item.memory_id for item in items if item.memory_id is not None))
     memory = items[0].memory
     held = {doc.id: doc for doc in memory.vectorstore.get_by_ids(explicit)} if explicit else {}
@@ -110,22 +132,34 @@ def _admit(items: list[PendingStore]) -> tuple[list[int], dict[int, Exception]]:
                 continue
             claimed[key] = item.text
         admitted.append(index)
-    return admitted, errors
+    return admitted, errors, held
 
 
-def _store_scope(items: list[PendingStore]) -> list[Document | Exception]:
+def _stored_before(
+    memory: Any, items: list[PendingStore], first: dict[str, int], held: dict[str, Document]
+) -> set[str]:
+    """The keys of ``first`` whose memory is stored already (read before the write)."""
+    derived = [key for key, index in first.items() if items[index].memory_id is None]
+    copies = memory.stored_copies([items[first[key]].text for key in derived]) if derived else []
+    known = {key for key, copy in zip(derived, copies, strict=True) if copy is not None}
+    return known | {key for key in first if items[first[key]].memory_id is not None and key in held}
+
+
+def _store_scope(items: list[PendingStore]) -> list[StoredMemory | Exception]:
     """Write the items of one scope with one ``store_many`` call.
 
     Items that name the same memory (the same explicit id, or the same text
-    without one) are written once and all get that memory back.
+    without one) are written once and all get that memory back; only the first
+    of them is ``created``, and none when the memory was stored before.
     """
-    admitted, errors = _admit(items)
-    results: dict[int, Document | Exception] = dict(errors)
+    admitted, errors, held = _admit(items)
+    results: dict[int, StoredMemory | Exception] = dict(errors)
     memory = items[0].memory
     keys = {i: items[i].memory_id or memory_id(items[i].text, memory.scope) for i in admitted}
     first: dict[str, int] = {}
     for index, key in keys.items():
         first.setdefault(key, index)
+    known = _stored_before(memory, items, first, held)
     documents = [
         Document(
             page_content=items[i].text,
@@ -140,18 +174,19 @@ def _store_scope(items: list[PendingStore]) -> list[Document | Exception]:
     stored = {doc.id: doc for doc in found}
     for index, key in keys.items():
         doc_id = written[key]
-        results[index] = stored.get(doc_id) or Document(items[first[key]].text, id=doc_id)
+        document = stored.get(doc_id) or Document(items[first[key]].text, id=doc_id)
+        results[index] = StoredMemory(document, index == first[key] and key not in known)
     return [results[i] for i in range(len(items))]
 
 
-def _store_alone(item: PendingStore) -> Document | Exception:
+def _store_alone(item: PendingStore) -> StoredMemory | Exception:
     try:
         return _store_scope([item])[0]
     except Exception as exc:  # handed to this item's request
         return exc
 
 
-def _store_group(group: list[PendingStore]) -> list[Document | Exception]:
+def _store_group(group: list[PendingStore]) -> list[StoredMemory | Exception]:
     """Write one scope's items together; if that fails, each item on its own."""
     try:
         return _store_scope(group)
@@ -166,13 +201,13 @@ def _store_group(group: list[PendingStore]) -> list[Document | Exception]:
         return [_store_alone(item) for item in group]
 
 
-def store_batch(items: list[PendingStore]) -> list[Document | Exception]:
+def store_batch(items: list[PendingStore]) -> list[StoredMemory | Exception]:
     """Store a batch (blocking): one ``store_many`` per scope; a result or error per item.
 
     When a scope's write fails, its items are written again one at a time, so a
     bad item fails only its own request and a failing store fails each of them.
     """
-    results: dict[int, Document | Exception] = {}
+    results: dict[int, StoredMemory | Exception] = {}
     groups: dict[int, list[int]] = {}
     for index, item in enumerate(items):
         groups.setdefault(id(item.memory), []).append(index)
@@ -202,7 +237,7 @@ class StoreBatcher:
         self._queue: list[PendingStore] = []
         self._drainer: asyncio.Task[None] | None = None
 
-    async def submit(self, item: PendingStore) -> Document:
+    async def submit(self, item: PendingStore) -> StoredMemory:
         """Check ``item``, queue it and return its stored memory once its batch is written.
 
         Raises:
@@ -227,7 +262,7 @@ class StoreBatcher:
                 self._settle(item, result)
 
     @staticmethod
-    def _settle(item: PendingStore, result: Document | Exception) -> None:
+    def _settle(item: PendingStore, result: StoredMemory | Exception) -> None:
         future = item.future
         if future is None or future.done():  # the client went away
             return

@@ -20,6 +20,7 @@ from functools import partial
 from typing import Annotated, Any
 from urllib.parse import unquote
 
+from langchain_core.documents import Document
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -94,6 +95,7 @@ __all__ = [
     "request_models",
     "scope_header_value",
     "storable",
+    "store_response",
     "text_field",
 ]
 
@@ -708,6 +710,11 @@ class StoreResponse(BaseModel):
 
     id: str
     text: str
+    created: bool = Field(
+        default=True,
+        description="False when this memory was stored already (the same text in the "
+        "scope, or the same id): nothing was written.",
+    )
 
 
 class AddResponse(BaseModel):
@@ -868,6 +875,11 @@ class ValidationErrorResponse(BaseModel):
 
     detail: str
     errors: list[FieldError]
+
+
+def store_response(document: Document, *, created: bool) -> StoreResponse:
+    """The answer of ``/store`` (and of the MCP ``store`` tool) for the memory stored."""
+    return StoreResponse(id=document.id or "", text=document.page_content, created=created)
 
 
 def add_response(result: AddResult) -> AddResponse:

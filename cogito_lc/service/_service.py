@@ -71,7 +71,13 @@ from cogito_lc.memory.memory_store import (
     scope_state_path,
 )
 from cogito_lc.memory.scope import as_scope
-from cogito_lc.service._batch import PendingStore, StoreBatcher, check_pending, id_conflict
+from cogito_lc.service._batch import (
+    PendingStore,
+    StoreBatcher,
+    StoredMemory,
+    check_pending,
+    id_conflict,
+)
 from cogito_lc.service._dependencies import (
     CHROMA,
     DATABASE,
@@ -297,8 +303,9 @@ class MemoryService:
         memory = MemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
         service = MemoryService(memory, ServiceOptions())
         view = service.view("alice")  # or None for the configured scope
-        doc = asyncio.run(service.store(view, "Auth tokens expire after 1 h."))
-        assert service.count(view) == 1 and doc.metadata["user_id"] == "alice"
+        stored = asyncio.run(service.store(view, "Auth tokens expire after 1 h."))
+        assert stored.created and stored.document.metadata["user_id"] == "alice"
+        assert service.count(view) == 1
         ```
     """
 
@@ -688,17 +695,19 @@ class MemoryService:
         memory_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         supersedes: Sequence[str] | None = None,
-    ) -> Document:
+    ) -> StoredMemory:
         """Store ``text`` verbatim, batched with concurrent stores (one embeddings call).
 
         An explicit id held by another memory (of any scope) is a 409. With
         ``supersedes`` the memory is written on its own, replacing those (404 when one
-        is not a current memory of the scope).
+        is not a current memory of the scope). ``created`` is False when the memory
+        was stored already.
         """
         if supersedes:
-            return await self.write(
+            doc = await self.write(
                 self.store_superseding, view, text, memory_id, metadata, supersedes
             )
+            return StoredMemory(doc, created=True)
         self.check_dependencies()  # fail fast instead of queueing behind a failing batch
         try:
             return await self.batcher.submit(PendingStore(view.memory, text, memory_id, metadata))

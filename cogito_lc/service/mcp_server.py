@@ -109,6 +109,7 @@ from cogito_lc.service._schemas import (
     not_nullable,
     readable_message,
     scope_header_value,
+    store_response,
     text_field,
 )
 from cogito_lc.service._service import MemoryService, ScopeView
@@ -406,8 +407,8 @@ def _write_tools(tools: _Tools, types: dict[str, Any]) -> list[Callable[..., Any
         marked, left out of reads; see ``history``).
         """
         view = tools.view(ctx)
-        doc = await _answer(service.store(view, text, id, metadata, supersedes))
-        return StoreResponse(id=doc.id or "", text=doc.page_content)
+        stored = await _answer(service.store(view, text, id, metadata, supersedes))
+        return store_response(stored.document, created=stored.created)
 
     async def add(
         ctx: Ctx,

@@ -134,6 +134,7 @@ from cogito_lc.service._schemas import (
     request_models,
     scope_header_value,
     storable,
+    store_response,
 )
 from cogito_lc.service._service import MemoryService, ScopeView, ServiceOptions
 from cogito_lc.service.config import (
@@ -445,8 +446,8 @@ def _write_routes(
         left out of reads; see ``/history/{id}``); 404 if one is not current here.
         """
         view = scopes.view(header_user, body)
-        doc = await service.store(view, body.text, body.id, body.metadata, body.supersedes)
-        return StoreResponse(id=doc.id or "", text=doc.page_content)
+        stored = await service.store(view, body.text, body.id, body.metadata, body.supersedes)
+        return store_response(stored.document, created=stored.created)
 
     @router.post("/add", response_model=AddResponse, responses=_responses(403, 502, auth=auth))
     async def add(

@@ -245,13 +245,19 @@ def test_server_path_goes_through_http(
 ) -> None:
     remote = {**env, "COGITO_SERVER": server.base_url}
     seeded = cli("seed", str(EXAMPLES_DATA), env=remote, cwd=tmp_path)
-    assert "57 chunks: stored 57" in seeded.stdout
+    assert "57 chunks: stored 57, skipped 0" in seeded.stdout
+    again = cli("seed", str(EXAMPLES_DATA), env=remote, cwd=tmp_path)
+    assert "57 chunks: stored 0, skipped 57 already stored" in again.stdout
     answer = json.loads(
         cli("recall-b", "How long do auth tokens last?", "--raw", env=remote, cwd=tmp_path).stdout
     )
     assert "3600 seconds" in answer["memories"][0]["text"]
     with server.client() as client:
-        assert client.get("/health").json()["count"] == 57
+        assert client.get("/health").json()["count"] == 57  # the second seed wrote nothing
+    stored = cli("store", "Deploys go out on Tuesdays.", env=remote, cwd=tmp_path)
+    assert stored.stdout.startswith("stored ")
+    repeated = cli("store", "Deploys go out on Tuesdays.", env=remote, cwd=tmp_path)
+    assert repeated.stdout.startswith("already stored ")
     rejected = cli("store", "x", "--id", "no spaces allowed", env=remote, cwd=tmp_path, check=False)
     assert rejected.returncode == 2  # the service's 422, over HTTP
     assert rejected.stderr.startswith("error: bad input: id")

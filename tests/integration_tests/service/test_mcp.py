@@ -95,6 +95,9 @@ async def test_stdio_cogito_lc_mcp_stores_and_recalls_in_its_scope(tmp_path: Pat
         assert {"recall", "recall_b", "store", "delete_memory"} <= tools
         stored = await _call(session, "store", {"text": text, "metadata": {"topic": "ops"}})
         await _call(session, "store", {"text": "Deploys to production happen on Tuesdays."})
+        repeated = await _call(session, "store", {"text": text})
+        assert (stored["created"], repeated["created"]) == (True, False)
+        assert repeated["id"] == stored["id"]
         found = await _call(session, "recall_b", {"text": "how often does the password rotate"})
         assert found["memories"][0]["id"] == stored["id"]
         assert found["memories"][0]["text"] == text

@@ -374,20 +374,42 @@ def test_store_batch_answers_each_request_on_its_own(
         ]
     )
     ok = [r for r in results if not isinstance(r, Exception)]
-    assert [d.page_content for d in ok] == [
+    assert [r.document.page_content for r in ok] == [
         "First memory.",
         "Bob's memory.",
         "Second memory.",
         "First memory.",
     ]
+    assert [r.created for r in ok] == [True, True, True, False]  # the repeat wrote nothing
     for conflict in (results[3], results[4]):
         assert isinstance(conflict, HTTPException)
         assert conflict.status_code == 409
-    assert ok[0].id == ok[3].id
+    assert ok[0].document.id == ok[3].document.id
     assert len(embeddings.document_calls) == 2  # one embeddings call per scope
     assert alice.count() == 3
     assert bob.count() == 1
     assert alice.get("taken").page_content == "Alice's original"  # type: ignore[union-attr]
+
+
+def test_store_batch_tells_a_memory_stored_before_from_a_new_one(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "alice"})
+    memory.store("Held by its text.")
+    memory.store("Held by its id.", id="kept")
+    memory.store("Old wording.", id="edited")
+    memory.update("edited", "New wording.")  # "Old wording." may be stored anew, at its next id
+    results = store_batch(
+        [
+            PendingStore(memory, "Held by its text."),
+            PendingStore(memory, "Held by its id.", "kept"),
+            PendingStore(memory, "Brand new."),
+            PendingStore(memory, "Old wording."),
+        ]
+    )
+    created = [r.created for r in results if not isinstance(r, Exception)]
+    assert created == [False, False, True, True], results
+    again = store_batch([PendingStore(memory, "Old wording."), PendingStore(memory, "Brand new.")])
+    assert [getattr(r, "created", r) for r in again] == [False, False]
+    assert memory.count() == 5
 
 
 async def test_concurrent_stores_are_written_in_few_batches(chroma: Chroma) -> None:
@@ -403,7 +425,8 @@ async def test_concurrent_stores_are_written_in_few_batches(chroma: Chroma) -> N
     docs = await asyncio.gather(
         *(batcher.submit(PendingStore(memory, f"Memory number {i}.")) for i in range(20))
     )
-    assert [d.page_content for d in docs] == [f"Memory number {i}." for i in range(20)]
+    assert [r.document.page_content for r in docs] == [f"Memory number {i}." for i in range(20)]
+    assert all(r.created for r in docs)
     assert sizes == [8, 8, 4]  # all 20 arrived before the first write began
     assert memory.count() == 20
 
@@ -421,6 +444,17 @@ async def test_a_failed_batch_fails_each_waiting_request(chroma: Chroma) -> None
     )
     assert all(isinstance(r, HTTPException) and r.status_code == 503 for r in results)
     assert memory.count() == 0
+
+
+def test_store_answers_whether_it_wrote_the_memory(client: TestClient) -> None:
+    first = client.post("/store", json={"text": "Tokens expire after 3600 s."}).json()
+    again = client.post("/store", json={"text": "Tokens expire after 3600 s."}).json()
+    assert first["created"] is True
+    assert again == {**first, "created": False}
+    elsewhere = client.post(
+        "/store", json={"text": "Tokens expire after 3600 s."}, headers={"X-Cogito-User": "bob"}
+    ).json()
+    assert elsewhere["created"] is True  # another scope's memory
 
 
 def test_query_never_returns_another_scopes_nearer_memory(client: TestClient) -> None:
@@ -471,7 +505,9 @@ def test_store_batch_writes_items_one_by_one_when_the_batch_fails(
     refused = results.pop(2)
     assert isinstance(refused, ValueError)
     assert "metadata['k']" in str(refused)
-    assert [getattr(r, "page_content", r) for r in results] == [f"Neighbour {i}." for i in range(4)]
+    assert [getattr(r, "document", r).page_content for r in results] == [
+        f"Neighbour {i}." for i in range(4)
+    ]
     assert memory.count() == 4
 
 
@@ -493,7 +529,7 @@ async def test_an_invalid_item_never_joins_a_batch(chroma: Chroma) -> None:
         with pytest.raises(RequestValidationError):
             await batcher.submit(item)
     assert batches == []
-    assert (await batcher.submit(PendingStore(memory, "fine"))).page_content == "fine"
+    assert (await batcher.submit(PendingStore(memory, "fine"))).document.page_content == "fine"
 
 
 # -- bad input is a 422 naming the field, never a 500 ------------------------------------
