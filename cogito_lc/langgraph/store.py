@@ -54,8 +54,8 @@ _QUERY_POOL = 100
 many results: pages of one query then agree, as slices of one ranking."""
 _HEADS = 10_000
 """How many items' latest seen versions a store keeps, to start its next read there."""
-_REPLACE_TRIES = 3
-"""How often a replace re-reads the current version when another writer got there first."""
+_WRITE_TRIES = 3
+"""How often a put re-reads the item when another writer got there first."""
 _DELETE_REASON = "langgraph delete"
 """The reason the audit record of a deleted item gives."""
 _IGNORED_INDEX_KEYS = frozenset({"dims", "embed", "ann_index_config", "distance_type"})
@@ -87,6 +87,11 @@ class CogitoStore(BaseStore):
     None) forgets the item with every version
     (:meth:`MemoryStore.forget <cogito_lc.MemoryStore.forget>`: the lexical
     index too, the snapshot dropped, an audit record kept).
+    A memory written another way that supersedes an item's current version
+    (``MemoryStore.store(supersedes=...)``, or a ``judge`` on
+    ``MemoryStore.add``) ends the item: ``get`` returns None and ``search``
+    leaves it out, its memories stay stored, and the next ``put`` of the key
+    starts it again, with a new ``created_at`` and a history of its own.
 
     **Namespaces and scopes.** Every item lies in ``memory``'s scope. With
     ``scope_keys``, namespace labels also set scope keys: ``{"user_id": 1}``
@@ -245,13 +250,22 @@ class CogitoStore(BaseStore):
         return _items.to_item(document) if document is not None else None
 
     def _document(self, namespace: tuple[str, ...], key: str) -> Document | None:
-        """The memory holding the item's current value, or None.
+        """The memory holding the item's current value, or None (no item, or one that ended)."""
+        last = self._last(namespace, key)
+        return None if last is None or is_superseded(last.metadata) else last
 
-        The chain is followed from the version this store last saw (else the
-        item's first): each version links the next by ``superseded_by``, or by
-        its id (a hash of the item's and the replaced version's), which also
-        finds a version whose write was cut before the one it replaces was
-        marked. Past a few steps, the item's versions are listed instead.
+    def _last(self, namespace: tuple[str, ...], key: str) -> Document | None:
+        """The item's newest version, or None when it was never written (or was deleted).
+
+        It is the item's current value unless a memory that is not a version of
+        the item superseded it (``MemoryStore.store(supersedes=...)``, or a
+        judge on ``MemoryStore.add``): that ends the item, and the next ``put``
+        starts it again. The chain is followed from the version this store last
+        saw (else the item's first): each version links the next by
+        ``superseded_by``, or by its id (a hash of the item's and the replaced
+        version's), which also finds a version whose write was cut before the
+        one it replaces was marked. Past a few steps, the item's versions are
+        listed instead.
         """
         scope = self._scope(namespace)
         base = _items.item_id(self.memory.scope, namespace, key)
@@ -259,13 +273,21 @@ class CogitoStore(BaseStore):
         for _ in range(_WALK):
             if held is None:
                 return None
-            link = held.metadata.get(SUPERSEDED_BY_KEY) or _items.version_id(base, held.id or "")
-            newer = self.memory.get(str(link), scope=scope)
-            if newer is None or newer.metadata.get(_items.ITEM_ID) != base:
+            newer = self._next(base, held, scope)
+            if newer is None:
                 return self._seen(base, held)
             held = newer
         newest = self._newest(base, scope)
         return None if newest is None else self._seen(base, newest)
+
+    def _next(self, base: str, held: Document, scope: Scope) -> Document | None:
+        """The version of item ``base`` written over ``held``, if any."""
+        links = (held.metadata.get(SUPERSEDED_BY_KEY), _items.version_id(base, held.id or ""))
+        for link in dict.fromkeys(str(link) for link in links if link):
+            newer = self.memory.get(link, scope=scope)
+            if newer is not None and newer.metadata.get(_items.ITEM_ID) == base:
+                return newer
+        return None
 
     def _start(self, base: str, scope: Scope) -> Document | None:
         """The version of item ``base`` this store last saw, if still stored, else its first."""
@@ -408,62 +430,81 @@ class CogitoStore(BaseStore):
     def _write(self, ops: list[PutOp]) -> None:
         """Apply puts and deletes, every one checked first; new items of a scope in one batch."""
         planned = [self._plan(op) for op in ops]
-        fresh: dict[Scope, list[Document]] = {}
-        for (scope, current, document), op in zip(planned, ops, strict=True):
+        fresh: dict[Scope, list[tuple[PutOp, Document]]] = {}
+        for (scope, last, document), op in zip(planned, ops, strict=True):
             if document is None:
-                self._delete(current, scope)
-            elif current is None:
-                fresh.setdefault(scope, []).append(document)
+                self._delete(last, scope)
+            elif last is None:
+                fresh.setdefault(scope, []).append((op, document))
             else:
-                self._replace(op, current, document, scope)
-        for scope, documents in fresh.items():
-            self.memory.store_many(documents, scope=scope)
+                self._put(op, document, scope, last)
+        for scope, pending in fresh.items():
+            self.memory.store_many([document for _, document in pending], scope=scope)
 
-    def _replace(self, op: PutOp, current: Document, document: Document, scope: Scope) -> None:
-        """Write ``document`` as the new version of the item, superseding ``current``."""
-        for _ in range(_REPLACE_TRIES):
-            new_id = _items.version_id(document.metadata[_items.ITEM_ID], current.id or "")
+    def _put(self, op: PutOp, document: Document, scope: Scope, last: Document | None) -> None:
+        """Write ``document`` as the item's newest version, after ``last``.
+
+        When another writer got there first (``last`` was replaced or deleted),
+        the item is read again and replaced.
+        """
+        for attempt in range(_WRITE_TRIES):
+            if attempt:
+                last = self._last(op.namespace, op.key)
             try:
-                written = self.memory.store(
-                    document.page_content,
-                    id=new_id,
-                    metadata=document.metadata,
-                    scope=scope,
-                    supersedes=[current.id or ""],
-                )
-                self._seen(document.metadata[_items.ITEM_ID], written)
-            except (MemoryNotFoundError, MemoryConflictError):  # another writer replaced it
-                held = self._document(op.namespace, op.key)
-                if held is None:
-                    self.memory.store_many([document], scope=scope)
-                    return
-                current = held
-            else:
-                return
-        msg = f"item {op.key!r} in namespace {op.namespace!r} kept changing while being replaced"
+                written = self._write_version(document, last, scope)
+            except (MemoryNotFoundError, MemoryConflictError) as exc:
+                logger.debug("item %r was written meanwhile (%s); reading it again", op.key, exc)
+                continue
+            self._seen(document.metadata[_items.ITEM_ID], written)
+            return
+        msg = (
+            f"item {op.key!r} in namespace {op.namespace!r} kept changing while being replaced "
+            f"({_WRITE_TRIES} tries); retry the put."
+        )
         raise RuntimeError(msg)
 
+    def _write_version(self, document: Document, last: Document | None, scope: Scope) -> Document:
+        """Store ``document`` after the item's ``last`` version (None: its first).
+
+        A current ``last`` is superseded by it and passes on its ``created_at``;
+        after an ended item (``last`` superseded by another memory) it starts the
+        item again, superseding nothing.
+        """
+        base = document.metadata[_items.ITEM_ID]
+        metadata = dict(document.metadata)
+        current = last is not None and not is_superseded(last.metadata)
+        if last is not None and current:
+            metadata[_items.CREATED] = last.metadata[_items.CREATED]
+        return self.memory.store(
+            document.page_content,
+            id=base if last is None else _items.version_id(base, last.id or ""),
+            metadata=metadata,
+            scope=scope,
+            supersedes=[last.id or ""] if last is not None and current else None,
+        )
+
     def _plan(self, op: PutOp) -> tuple[Scope, Document | None, Document | None]:
-        """The scope, the memory now held and the memory to write (None: delete)."""
+        """The scope, the item's newest version (see :meth:`_last`) and the memory to write.
+
+        The memory to write is None for a delete.
+        """
         check_unicode(op.key, name="key")
         scope = self._scope(op.namespace)
-        current = self._document(op.namespace, op.key)
+        last = self._last(op.namespace, op.key)
         if op.value is None:
-            return scope, current, None
-        return scope, current, self._memory_document(op, op.value, current)
+            return scope, last, None
+        return scope, last, self._memory_document(op, op.value)
 
-    def _delete(self, current: Document | None, scope: Scope) -> None:
+    def _delete(self, last: Document | None, scope: Scope) -> None:
         """Forget the item with every version of it (and keep the audit record)."""
-        if current is None:
+        if last is None or is_superseded(last.metadata):  # none, or ended by another memory
             return
         try:
-            self.memory.forget(ids=[current.id or ""], scope=scope, reason=_DELETE_REASON)
+            self.memory.forget(ids=[last.id or ""], scope=scope, reason=_DELETE_REASON)
         except MemoryNotFoundError:  # deleted meanwhile by another writer
             return
 
-    def _memory_document(
-        self, op: PutOp, value: Mapping[str, Any], current: Document | None
-    ) -> Document:
+    def _memory_document(self, op: PutOp, value: Mapping[str, Any]) -> Document:
         raw = _items.dump_value(op.namespace, op.key, value)
         fields = self.fields if op.index is None else op.index
         texts = [] if fields is False else _items.index_texts(value, fields)
@@ -487,7 +528,7 @@ class CogitoStore(BaseStore):
             _items.VALUE: raw,
             _items.INDEXED: bool(texts),
             _items.ITEM_ID: doc_id,
-            _items.CREATED: current.metadata[_items.CREATED] if current is not None else stamp,
+            _items.CREATED: stamp,
             _items.UPDATED: stamp,
         }
         # An item that is not indexed keeps its JSON as text, for listings; search skips it.

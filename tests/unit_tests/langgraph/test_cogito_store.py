@@ -9,10 +9,11 @@ import pytest
 pytest.importorskip("langgraph.store.base")  # the langgraph extra (absent on the 3.10 tier)
 
 from langchain_chroma import Chroma
+from langchain_core.language_models import FakeListChatModel
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
-from cogito_lc import MemoryStore
+from cogito_lc import MemoryStore, SupersessionJudge
 from cogito_lc.langgraph import CogitoStore
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import ScriptedChatModel
@@ -512,3 +513,52 @@ def test_pages_of_a_query_search_neither_repeat_nor_skip_items(store: CogitoStor
     whole = [item.key for item in store.search(("n",), query="team notes about deploys", limit=60)]
     assert paged == whole
     assert sorted(whole) == [f"k{n:02d}" for n in range(60)]
+
+
+def _item_memory(memory: MemoryStore, user: str) -> str:
+    [held] = memory.scoped({"user_id": user}).list()
+    return held.id or ""
+
+
+def _check_ended_then_restarted(memory: MemoryStore, store: CogitoStore, old_id: str) -> None:
+    ns = ("memories", "alice")
+    assert store.get(ns, "theme") is None
+    assert store.search(ns) == []
+    assert store.search(ns, query="dark mode") == []
+    assert store.list_namespaces() == []
+    assert store.history(ns, "theme") == []
+    store.put(ns, "theme", {"text": "Alice prefers solarized."})
+    store.put(ns, "theme", {"text": "Alice prefers high contrast."})
+    item = store.get(ns, "theme")
+    assert item is not None
+    assert item.value == {"text": "Alice prefers high contrast."}
+    assert [i.key for i in store.search(ns)] == ["theme"]
+    assert [i.value["text"] for i in store.history(ns, "theme")] == [
+        "Alice prefers solarized.",
+        "Alice prefers high contrast.",
+    ]
+    old = memory.scoped({"user_id": "alice"}).get(old_id)
+    assert old is not None  # the ended item's memory is kept as stored
+    assert old.page_content == "Alice prefers dark mode."
+
+
+def test_an_item_superseded_by_another_memory_ends_and_a_put_starts_it_again(
+    memory: MemoryStore, store: CogitoStore
+) -> None:
+    store.put(("memories", "alice"), "theme", {"text": "Alice prefers dark mode."})
+    old_id = _item_memory(memory, "alice")
+    alice = memory.scoped({"user_id": "alice"})
+    alice.store("Alice now prefers light mode.", supersedes=[old_id])
+    _check_ended_then_restarted(memory, store, old_id)
+
+
+def test_an_item_a_judge_says_is_superseded_ends_too(chroma: Chroma) -> None:
+    reply = '{"supersedes": [1], "repeats": []}'
+    judge = SupersessionJudge.from_llm(FakeListChatModel(responses=[reply] * 3))
+    memory = MemoryStore(chroma, judge=judge)
+    store = CogitoStore(memory, index={"fields": ["text"]}, scope_keys={"user_id": 1})
+    store.put(("memories", "alice"), "theme", {"text": "Alice prefers dark mode."})
+    old_id = _item_memory(memory, "alice")
+    added = memory.add("Alice now prefers light mode.", scope={"user_id": "alice"})
+    assert added.superseded == [old_id], added
+    _check_ended_then_restarted(memory, store, old_id)
