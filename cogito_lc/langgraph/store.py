@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -54,8 +55,10 @@ _QUERY_POOL = 100
 many results: pages of one query then agree, as slices of one ranking."""
 _HEADS = 10_000
 """How many items' latest seen versions a store keeps, to start its next read there."""
-_WRITE_TRIES = 3
+_WRITE_TRIES = 6
 """How often a put re-reads the item when another writer got there first."""
+_RETRY_PAUSE = 0.01
+"""Seconds a put waits before its first re-read; each next wait is twice as long."""
 _DELETE_REASON = "langgraph delete"
 """The reason the audit record of a deleted item gives."""
 _IGNORED_INDEX_KEYS = frozenset({"dims", "embed", "ann_index_config", "distance_type"})
@@ -182,7 +185,7 @@ class CogitoStore(BaseStore):
         self.retriever_kwargs = dict(retriever_kwargs or {})
         self._adapter: StoreAdapter = adapter_for(memory.vectorstore)
         self._adapter.check_filters_by_metadata("CogitoStore")
-        self._lock = threading.RLock()
+        self._lock = memory.write_lock()  # shared by every store over the vector store
         self._heads: dict[str, str] = {}
         self._heads_lock = threading.Lock()
         self._retriever(1, _items.prefix_clauses(()))  # a bad retriever keyword fails here
@@ -439,16 +442,31 @@ class CogitoStore(BaseStore):
             else:
                 self._put(op, document, scope, last)
         for scope, pending in fresh.items():
+            self._write_new(pending, scope)
+
+    def _write_new(self, pending: list[tuple[PutOp, Document]], scope: Scope) -> None:
+        """Write the first versions of items in one batch; each alone should another be first."""
+        try:
             self.memory.store_many([document for _, document in pending], scope=scope)
+        except MemoryConflictError:  # another process wrote one of these items first
+            for op, document in pending:
+                last = self._last(op.namespace, op.key)
+                if (
+                    last is None
+                    or last.metadata[_items.UPDATED] != document.metadata[_items.UPDATED]
+                ):
+                    self._put(op, document, scope, last)  # not written by this batch already
 
     def _put(self, op: PutOp, document: Document, scope: Scope, last: Document | None) -> None:
         """Write ``document`` as the item's newest version, after ``last``.
 
-        When another writer got there first (``last`` was replaced or deleted),
-        the item is read again and replaced.
+        When another writer got there first (``last`` was replaced or deleted, or
+        the id was taken), the item is read again and replaced: the last write
+        wins, as in LangGraph's stores.
         """
         for attempt in range(_WRITE_TRIES):
             if attempt:
+                time.sleep(_RETRY_PAUSE * 2 ** (attempt - 1))
                 last = self._last(op.namespace, op.key)
             try:
                 written = self._write_version(document, last, scope)

@@ -562,3 +562,39 @@ def test_an_item_a_judge_says_is_superseded_ends_too(chroma: Chroma) -> None:
     added = memory.add("Alice now prefers light mode.", scope={"user_id": "alice"})
     assert added.superseded == [old_id], added
     _check_ended_then_restarted(memory, store, old_id)
+
+
+def _race(first: CogitoStore, second: CogitoStore, key: str, round_: int) -> list[Exception]:
+    """Both stores put ("n",)/``key`` at once; the errors they raised."""
+    errors: list[Exception] = []
+    start = threading.Barrier(2)
+
+    def put(store: CogitoStore, name: str) -> None:
+        start.wait()
+        try:
+            store.put(("n",), key, {"text": f"{name} round {round_}"})
+        except Exception as exc:  # collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=put, args=(s, n)) for s, n in ((first, "a"), (second, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def _check_last_write_wins(first: CogitoStore, second: CogitoStore) -> None:
+    errors = [e for n in range(8) for e in _race(first, second, f"new{n}", n)]
+    errors += [e for n in range(8) for e in _race(first, second, "hot", n)]
+    assert errors == []
+    assert len(first.search(("n",), limit=100)) == 9
+    item, other = first.get(("n",), "hot"), second.get(("n",), "hot")
+    assert item is not None
+    assert other is not None
+    assert item.value == other.value
+    assert item.value["text"] in {"a round 7", "b round 7"}
+
+
+def test_two_stores_over_one_memory_store_racing_a_put_never_raise(memory: MemoryStore) -> None:
+    _check_last_write_wins(CogitoStore(memory), CogitoStore(memory))
