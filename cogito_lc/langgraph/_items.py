@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -137,21 +138,23 @@ def matches_filter(value: Mapping[str, Any], conditions: Mapping[str, Any] | Non
     """Whether an item's value passes a ``search(filter=...)``, as LangGraph's stores match."""
     if not conditions:
         return True
-    return all(_compare(value.get(key), wanted) for key, wanted in conditions.items())
+    return all(_compare(value.get(key), wanted, key) for key, wanted in conditions.items())
 
 
-def _compare(held: Any, wanted: Any) -> bool:
+def _compare(held: Any, wanted: Any, field: str) -> bool:
     if isinstance(wanted, dict):
         if any(key.startswith("$") for key in wanted):
-            return all(_operator(held, op, operand) for op, operand in wanted.items())
+            return all(_operator(held, op, operand, field) for op, operand in wanted.items())
         if not isinstance(held, dict):
             return False
-        return all(_compare(held.get(key), inner) for key, inner in wanted.items())
+        return all(
+            _compare(held.get(key), inner, f"{field}.{key}") for key, inner in wanted.items()
+        )
     if isinstance(wanted, (list, tuple)):
         return (
             isinstance(held, (list, tuple))
             and len(held) == len(wanted)
-            and all(_compare(h, w) for h, w in zip(held, wanted, strict=True))
+            and all(_compare(h, w, field) for h, w in zip(held, wanted, strict=True))
         )
     return bool(held == wanted)
 
@@ -164,7 +167,7 @@ _ORDERINGS = {
 }
 
 
-def _operator(held: Any, op: str, operand: Any) -> bool:
+def _operator(held: Any, op: str, operand: Any, field: str) -> bool:
     if op == "$eq":
         return bool(held == operand)
     if op == "$ne":
@@ -172,10 +175,24 @@ def _operator(held: Any, op: str, operand: Any) -> bool:
     if op not in _ORDERINGS:
         msg = f"filter operator {op!r} is not supported; use $eq, $ne, $gt, $gte, $lt or $lte."
         raise ValueError(msg)
-    try:
-        return bool(_ORDERINGS[op](float(held), float(operand)))
-    except (TypeError, ValueError):
+    if held is None:  # the value has no such field
         return False
+    if isinstance(held, str) and isinstance(operand, str):
+        return bool(_ORDERINGS[op](held, operand))
+    return bool(
+        _ORDERINGS[op](_number(held, op, operand, field), _number(operand, op, held, field))
+    )
+
+
+def _number(value: Any, op: str, other: Any, field: str) -> float:
+    """``value`` as a number (a string of one too, as LangGraph's stores read it) for ``op``."""
+    with contextlib.suppress(TypeError, ValueError):
+        return float(value)
+    msg = (
+        f"filter {op} on field {field!r} compares {other!r} with {value!r}: ordering compares "
+        "two numbers or two strings; give the operand the type the field holds."
+    )
+    raise ValueError(msg)
 
 
 def matches_namespace(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

@@ -125,6 +125,22 @@ def test_filter_matches_value_fields(store: CogitoStore) -> None:
         keys(n={"$in": [1]})
 
 
+def test_ordering_filters_compare_strings_as_strings_and_refuse_mixed_types(
+    store: CogitoStore,
+) -> None:
+    store.put(("docs",), "a", {"text": "a", "day": "2023-12-31", "n": 2})
+    store.put(("docs",), "b", {"text": "b", "day": "2024-03-01", "n": "10"})
+
+    def keys(**conditions: object) -> list[str]:
+        return [i.key for i in store.search(("docs",), filter=conditions)]
+
+    assert keys(day={"$gt": "2024-01-01"}) == ["b"]
+    assert keys(day={"$lte": "2024-01-01"}) == ["a"]
+    assert keys(n={"$gt": 5}) == ["b"]  # a string holding a number compares as one
+    with pytest.raises(ValueError, match=r"filter \$gt on field 'day' compares"):
+        keys(day={"$gt": 5})
+
+
 def test_query_search_ranks_by_recall_and_skips_unindexed(store: CogitoStore) -> None:
     store.put(("docs",), "db", {"text": "We chose PostgreSQL for the billing service."})
     store.put(("docs",), "auth", {"text": "Auth tokens expire after 3600 seconds."})
