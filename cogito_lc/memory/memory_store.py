@@ -40,6 +40,7 @@ from cogito_lc._core.versions import (
     supersedes_value,
     version_filter,
 )
+from cogito_lc.embeddings.lazy import LazyEmbeddings
 from cogito_lc.extraction.fact_extractor import Fact, FactExtractionInput, FactExtractor
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, ExtractionResult
 from cogito_lc.memory._forget import ForgetResult, audit_record, audit_text, forget_subject
@@ -656,6 +657,8 @@ class MemoryStore:
         self._check_text(text)
         replacement = None if metadata is None else _check_metadata(metadata)
         vectors = self._store.vectors_for([Document(page_content=text)])  # before the lock
+        if vectors is None:
+            self._load_embeddings()
         with self.exclusive():
             current = self._require(id, target)
             merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
@@ -836,6 +839,12 @@ class MemoryStore:
 
     def _embeddings(self) -> Embeddings | None:
         return self.vectorstore.embeddings
+
+    def _load_embeddings(self) -> None:
+        """Build embeddings made on first use now, so a missing extra fails before a write."""
+        embeddings = self._embeddings()
+        if isinstance(embeddings, LazyEmbeddings):
+            _ = embeddings.embeddings
 
     @property
     def _root(self) -> tuple[StateStore | None, Scope]:
@@ -1489,6 +1498,8 @@ class MemoryStore:
                     fresh.setdefault(doc_id, doc)
             ids = [doc.id or "" for doc in documents]
             if fresh:
+                if vectors is None:
+                    self._load_embeddings()  # a model that cannot load leaves no pending mark
                 self._mark_pending(list(fresh))
                 written = self._store.add_new(
                     list(fresh.values()), _vectors_of(fresh, documents, vectors)

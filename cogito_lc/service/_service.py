@@ -14,7 +14,8 @@ per batch (group commit, :mod:`cogito_lc.service._batch`).
 
 Exceptions become HTTP errors with short messages: a missing memory 404, an id of
 another memory 409, an ``as_of`` the store refuses 422 naming it, a model or
-upstream server that did not answer 502, a store failure 503. Anything else is a
+upstream server that did not answer 502, a store failure 503, a model that cannot
+be loaded (or whose extra is not installed) 500 naming it. Anything else is a
 bug (requests are validated before they reach the store): it is logged with its
 traceback and answered 500 without details.
 
@@ -53,6 +54,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.breaker import CircuitOpenError
+from cogito_lc._core.extras import MissingExtraError
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.transport import (
     TRANSPORT_ERROR_NAMES,
@@ -263,8 +265,11 @@ def _answered_error(exc: Exception) -> HTTPException | None:
             "a database statement ran past its time limit (another transaction held what it "
             "needed); retry shortly"
         )
-    model_error = next((e for e in exception_chain(exc) if isinstance(e, ModelLoadError)), None)
-    if model_error is not None:
+    model_error = next(
+        (e for e in exception_chain(exc) if isinstance(e, ModelLoadError | MissingExtraError)),
+        None,
+    )
+    if model_error is not None:  # its message names the setting or the install line
         logger.error("%s", model_error)
         return HTTPException(500, str(model_error))
     return None

@@ -39,7 +39,9 @@ another ``Origin`` (403); another address needs a
 :func:`check_bind`), and with a token every endpoint but ``/health`` requires
 ``Authorization: Bearer <token>``. Bodies over ``max_body_bytes`` get 413,
 invalid requests 422 naming the field, a failing model or upstream server 502,
-a failing store 503; no traceback or internal path reaches a client. Blocking
+a failing store 503, an embedding model that cannot be loaded (or whose extra is
+not installed) 500 naming the setting or the install line; no traceback or
+internal path reaches a client. Blocking
 work runs in worker threads, writes one at a time.
 
 Example:

@@ -96,6 +96,27 @@ def test_embedded_store_seed_store_recall_and_health(env: dict[str, str], tmp_pa
     assert "fallback_no_llm" in snap.stderr
 
 
+WITHOUT_OLLAMA = (
+    "-c",
+    "import sys; sys.modules['langchain_ollama'] = None; "
+    "from cogito_lc.cli.app import main; main()",
+)
+
+
+def test_a_command_that_embeds_without_the_models_extra_names_its_install_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**env, "COGITO_EMBED_MODEL": "ollama:nomic-embed-text"}
+    stored = cli(
+        "store", "Auth tokens expire.", env=env, cwd=tmp_path, check=False, launcher=WITHOUT_OLLAMA
+    )
+    assert stored.returncode == 1, stored.stderr
+    assert 'pip install "cogito-lc[ollama]"' in stored.stderr
+    assert "internal server error" not in stored.stderr
+    counted = cli("health", env=env, cwd=tmp_path, launcher=WITHOUT_OLLAMA)
+    assert "interrupted" not in counted.stderr
+
+
 def test_errors_are_one_line_with_documented_exit_codes(
     env: dict[str, str], tmp_path: Path
 ) -> None:

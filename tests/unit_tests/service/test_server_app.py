@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,6 +27,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import ValidationError
 
 from cogito_lc import FactExtractor, MemoryStore
+from cogito_lc.embeddings import LazyEmbeddings
 from cogito_lc.service._batch import PendingStore, StoreBatcher, store_batch
 from cogito_lc.service._guard import ConcurrencyLimitMiddleware, token_matches
 from cogito_lc.service._schemas import (
@@ -34,6 +37,7 @@ from cogito_lc.service._schemas import (
     request_models,
 )
 from cogito_lc.service.config import CogitoSettings, ConfigError
+from cogito_lc.service.models import embeddings_from_settings
 from cogito_lc.service.server import check_bind, create_app, main
 from cogito_lc.stores import SqliteLexicalIndex, lexical_sync_for
 from tests.unit_tests.conftest import HashEmbeddings
@@ -243,6 +247,24 @@ def test_unreachable_model_is_502(tmp_path: Path) -> None:
     store.delete_collection()
     assert response.status_code == 502
     assert "127.0.0.1:9" not in response.text
+
+
+def test_an_embedding_model_without_its_extra_is_500_with_the_install_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_ollama", None)  # the ollama extra is missing
+    settings = _settings(tmp_path, embed_model="ollama:nomic-embed-text")
+    embeddings = LazyEmbeddings(partial(embeddings_from_settings, settings))
+    store = Chroma("no-extra", embeddings, persist_directory=str(tmp_path / "chroma"))
+    app = create_app(settings, memory=MemoryStore(store))
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as test_client:
+        stored = test_client.post("/store", json={"text": "Auth tokens expire after 3600 s."})
+        queried = test_client.post("/query", json={"text": "auth"})
+    for response in (stored, queried):
+        assert response.status_code == 500
+        assert 'pip install "cogito-lc[ollama]"' in response.json()["detail"]
+    index = lexical_sync_for(store).index  # type: ignore[union-attr]
+    assert index.pending() == set()  # a write that could not embed is not left half done
 
 
 def test_a_bug_is_500_without_traceback_or_message(
