@@ -87,6 +87,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
 
 from cogito_lc import __version__
+from cogito_lc._core.extras import MissingExtraError
 from cogito_lc.embeddings.lazy import LazyEmbeddings
 from cogito_lc.memory.memory_store import MemoryStore
 from cogito_lc.service._guard import (
@@ -972,6 +973,8 @@ def serve(settings: CogitoSettings | None = None, *, log_level: str = "info") ->
         ConfigError: If the settings are invalid, the bind is refused (see
             :func:`check_bind`), the port is taken, or the database of
             ``database_url`` cannot be used.
+        MissingExtraError: If a configured model's extra is not installed (the
+            default embeddings need the ``local`` extra).
     """
     import uvicorn
 
@@ -1065,7 +1068,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.exit(2, f"cogito-lc-server: error: {exc}\n")
     try:
         serve(settings, log_level=args.log_level)
-    except ConfigError as exc:  # the database cannot be used
+    except (ConfigError, MissingExtraError) as exc:  # the database or a model cannot be used
         parser.exit(1, f"cogito-lc-server: error: {exc}\n")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import sys
 from collections.abc import Iterator
 from functools import partial
@@ -373,6 +374,30 @@ def test_main_exits_with_the_config_error(
         main(["--config", str(bad)])
     assert exited.value.code == 2
     assert "line 1" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_main_exits_with_the_install_line_of_a_missing_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_ollama", None)  # the ollama extra is missing
+    config = tmp_path / "cogito.json"
+    values = {"store_path": str(tmp_path / "store"), "embed_model": "ollama:nomic-embed-text"}
+    config.write_text(json.dumps(values), encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        main(["--config", str(config), "--port", str(_free_port())])
+    assert exited.value.code == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1
+    assert error[0].startswith("cogito-lc-server: error: embed_model='ollama:nomic-embed-text'")
+    assert error[0].endswith(
+        'pip install "cogito-lc[ollama]" (module langchain_ollama is not installed)'
+    )
 
 
 # -- group commit of /store -------------------------------------------------------------
