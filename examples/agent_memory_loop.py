@@ -18,7 +18,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
 from cogito_lc import FactExtractor, MemoryStore, local_embeddings
-from cogito_lc.service.discovery import NEEDS, find_chat_model
+from cogito_lc.extraction.discovery import NEEDS, find_chat_model
 
 TURNS = [
     "Our billing service uses PostgreSQL 16 and invoices must be sent in EUR.",

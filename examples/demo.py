@@ -32,7 +32,7 @@ from rich.table import Table
 
 from cogito_lc import METADATA_KEY, CogitoRetriever, FactExtractor, MemoryStore, SnapshotBuilder
 from cogito_lc.embeddings import LOCAL_MODEL_NAME, local_embeddings
-from cogito_lc.service.discovery import NEEDS, find_chat_model
+from cogito_lc.extraction.discovery import NEEDS, find_chat_model
 from cogito_lc.stores.postgres import redact_url
 
 DATA = Path(__file__).resolve().parent / "data"

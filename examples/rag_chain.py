@@ -42,7 +42,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from cogito_lc import RETRIEVAL_EVENT, CogitoRetriever, local_embeddings, markdown_memories
-from cogito_lc.service.discovery import NEEDS, find_chat_model
+from cogito_lc.extraction.discovery import NEEDS, find_chat_model
 
 DATA = Path(__file__).resolve().parent / "data"
 MAX_OUTPUT_TOKENS = 512

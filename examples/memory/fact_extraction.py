@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 from cogito_lc import ExtractionMethod, FactExtractionInput, FactExtractor
-from cogito_lc.service.discovery import NEEDS, find_chat_model
+from cogito_lc.extraction.discovery import NEEDS, find_chat_model
 
 SAMPLE_OUTPUT = """\
 Chose a monolithic architecture for the billing API. Microservices would require

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -44,6 +45,34 @@ def model_env(offline_env: dict[str, str], llama_server: LlamaServer) -> dict[st
         "COGITO_FILTER_MODEL": llama_server.model,
         "COGITO_STRUCTURED_OUTPUT": "json_object",
     }
+
+
+SERVER_MODULES = ("fastapi", "uvicorn")
+# demo.py starts the HTTP service; the others need the local extra and a model's.
+WITHOUT_SERVER = [
+    "quickstart.py",
+    "rag_chain.py",
+    "agent_memory_loop.py",
+    "memory/fact_extraction.py",
+    "custom_prompts.py",
+]
+
+
+@pytest.mark.parametrize("script", WITHOUT_SERVER)
+def test_an_example_imports_without_the_server_extra(script: str) -> None:
+    tree = ast.parse((EXAMPLES / script).read_text(encoding="utf-8"))
+    imports = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Import)
+        or (isinstance(node, ast.ImportFrom) and node.module != "__future__")
+    ]
+    blocked = "".join(f"sys.modules[{name!r}] = None; " for name in SERVER_MODULES)
+    code = f"import sys; {blocked}\n" + "\n".join(ast.unparse(node) for node in imports)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_quickstart(offline_env: dict[str, str]) -> None:

@@ -7,6 +7,10 @@ Environment:
     ``OPENAI_MODEL``, ``COGITO_FILTER_TOKEN`` or ``OPENAI_API_KEY``;
     ``COGITO_STRUCTURED_OUTPUT`` (``auto``, ``json_schema``, ``json_object``,
     ``format``, ``none``; use ``json_object`` for llama-cpp-python's server).
+
+Needs no extra beyond the model's own (``ollama`` or ``openai``): a model whose
+package is not installed is not found. Moved here from ``cogito_lc.service.discovery``
+(that path needs the ``server`` extra and warns).
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlparse
 
-from cogito_lc.extraction.llm_extractor import StructuredOutputMode
+from cogito_lc._core.structured_output import StructuredOutputMode
 
-__all__ = ["FoundModel", "find_chat_model"]
+__all__ = ["NEEDS", "FoundModel", "find_chat_model"]
 
 NEEDS = (
     "no language model is reachable: run Ollama on its default port with a model "
@@ -102,7 +106,7 @@ def find_chat_model(*, max_tokens: int = 1024, timeout: float = 2.0) -> FoundMod
     Example:
         ```python
         # needs: a chat model server (Ollama, or an OpenAI-compatible endpoint)
-        from cogito_lc.service.discovery import NEEDS, find_chat_model
+        from cogito_lc.extraction.discovery import NEEDS, find_chat_model
 
         found = find_chat_model()
         print(found.description if found else NEEDS)
