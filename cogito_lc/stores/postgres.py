@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 import numpy as np
 from langchain_core.documents import Document
@@ -219,8 +219,22 @@ def _sqlalchemy_url(url: str) -> str:
 
 
 def _scrub(text: str, url: str) -> str:
-    password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
+    """``text`` with ``url`` redacted, and its password wherever it stands as a whole word.
+
+    A password inside another word is left as it is: a short one (``p``) would
+    otherwise blank letters of the driver's message (``***ort 9``).
+    """
+    text = text.replace(url, redact_url(url))
+    for password in _passwords(url):
+        text = re.sub(rf"(?<!\w){re.escape(password)}(?!\w)", "***", text)
+    return text
+
+
+def _passwords(url: str) -> set[str]:
+    """The password of ``url`` (in its user info or query), as written and decoded."""
+    parts = urlsplit(url)
+    written = [parts.password or "", *parse_qs(parts.query).get("password", [])]
+    return {form for value in written if value for form in (value, unquote(value))}
 
 
 _RESERVED_SUFFIXES = (

@@ -9,6 +9,7 @@ from cogito_lc.stores.postgres import (
     DatabaseUnavailableError,
     PostgresDatabase,
     WriteLockTimeoutError,
+    _scrub,
     redact_url,
     where_to_sql,
 )
@@ -33,6 +34,41 @@ from cogito_lc.stores.postgres_lexical import (
 )
 def test_redact_url_hides_the_password(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_connection_error_keeps_the_words_that_hold_a_short_password() -> None:
+    pytest.importorskip("psycopg")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc import MemoryStore
+    from cogito_lc.stores.postgres import DatabaseSetupError
+
+    url = "postgresql://u:p@127.0.0.1:9/db"  # nothing listens on port 9
+    with pytest.raises(DatabaseSetupError) as caught:
+        MemoryStore.from_database_url(url, embeddings=DeterministicFakeEmbedding(size=8))
+    message = str(caught.value)
+    assert "postgresql://u:***@127.0.0.1:9/db" in message
+    assert 'connection to server at "127.0.0.1", port 9 failed' in message
+
+
+@pytest.mark.parametrize(
+    ("url", "text", "shown"),
+    [
+        ("postgresql://u:s3cret@db/app", "bad s3cret for u", "bad *** for u"),
+        ("postgresql://u:s3cret@db/app", "no such role s3crets", "no such role s3crets"),
+        ("postgresql://u:p%40ss@db/app", "user u:p@ss, p@ss.", "user u:***, ***."),
+        ("postgresql://db/app?password=s3cret", "(s3cret) refused", "(***) refused"),
+        (
+            "postgresql://u:s3cret@db/app",
+            "at postgresql://u:s3cret@db/app: refused",
+            "at postgresql://u:***@db/app: refused",
+        ),
+    ],
+)
+def test_a_driver_message_loses_the_url_and_the_password_as_a_whole_word(
+    url: str, text: str, shown: str
+) -> None:
+    assert _scrub(text, url) == shown
 
 
 def test_the_database_repr_hides_the_password() -> None:
