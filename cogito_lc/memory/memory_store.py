@@ -30,6 +30,7 @@ from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.timestamps import parse_since, parse_timestamp
 from cogito_lc._core.validation import check_positive_int, check_query, check_unicode
 from cogito_lc._core.versions import (
+    SUPERSEDED_BY_KEY,
     SUPERSEDES_KEY,
     VERSION_KEYS,
     VERSION_SEARCH_DEPTH,
@@ -651,7 +652,13 @@ class MemoryStore:
         """Replace a memory's text (re-embedded), keeping its id and ``created_at``.
 
         With ``metadata``, its keys are set on the memory too (validated as for
-        :meth:`store`; the memory's other keys are kept).
+        :meth:`store`; the memory's other keys are kept). Only a current memory
+        is updated: a superseded version stays as stored (see :meth:`history`).
+
+        Raises:
+            MemoryNotFoundError: If no memory with this id lies in the scope, or
+                it is superseded (also when a supersession is written first by
+                another caller): update the current version instead.
         """
         target = as_scope(scope, self.scope)
         self._check_text(text)
@@ -660,7 +667,7 @@ class MemoryStore:
         if vectors is None:
             self._load_embeddings()
         with self.exclusive():
-            current = self._require(id, target)
+            current = _current_version(self._require(id, target), target)
             merged = {**current.metadata, **(replacement or {}), "updated_at": _now()}
             document = Document(page_content=text, metadata=merged, id=id)
             self._mark_pending([id])
@@ -1866,6 +1873,18 @@ def _not_before(doc: Document, replaced: Sequence[Document]) -> None:
             doc.metadata.get("created_at"),
         )
         doc.metadata["created_at"] = latest
+
+
+def _current_version(doc: Document, scope: Scope) -> Document:
+    """``doc`` if it is current; an error naming its successor if it was superseded."""
+    if not is_superseded(doc.metadata):
+        return doc
+    msg = (
+        f"memory {doc.id!r} is not a current memory in scope {scope.metadata() or 'all'}: "
+        f"it was superseded by {doc.metadata.get(SUPERSEDED_BY_KEY)!r} and is kept as "
+        "stored; update the current version (see history())."
+    )
+    raise MemoryNotFoundError(msg, ids=[doc.id or ""])
 
 
 def _check_ids(ids: Sequence[str]) -> None:

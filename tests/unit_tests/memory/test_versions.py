@@ -6,6 +6,7 @@ import contextlib
 import copy
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -619,6 +620,39 @@ def test_an_update_racing_a_forget_in_another_view_never_brings_it_back() -> Non
             partial(second.update, phone.id or "", "My phone number is 555-0303."),
         )
         assert memory.get(phone.id or "") is None
+
+
+def test_updating_a_superseded_memory_is_refused_and_leaves_it_as_stored() -> None:
+    memory = _memory()
+    old = memory.store(AUSTIN)
+    new = memory.store(DENVER, supersedes=[old.id or ""])
+    with pytest.raises(MemoryNotFoundError, match="update the current version") as refused:
+        memory.update(old.id or "", "I live in Boston.")
+    assert refused.value.ids == (old.id,)
+    assert [d.page_content for d in memory.history(new.id or "")] == [AUSTIN, DENVER]
+
+
+def test_an_update_that_waited_while_its_memory_was_superseded_is_refused() -> None:
+    memory = _memory()
+    old = memory.store(AUSTIN)
+    superseding: list[Document] = []
+    embed = memory._store.vectors_for
+
+    def superseded_meanwhile(documents: Any) -> Any:  # the update's step before its lock
+        if threading.current_thread() is threading.main_thread():
+            other = threading.Thread(
+                target=lambda: superseding.append(memory.store(DENVER, supersedes=[old.id or ""]))
+            )
+            other.start()
+            other.join(timeout=30)
+        return embed(documents)
+
+    memory._store.vectors_for = superseded_meanwhile  # type: ignore[method-assign]
+    with pytest.raises(MemoryNotFoundError, match="not a current memory"):
+        memory.update(old.id or "", "I live in Boston.")
+    [new] = superseding
+    assert [d.page_content for d in memory.history(old.id or "")] == [AUSTIN, DENVER]
+    assert memory.get(old.id or "").metadata["superseded_by"] == new.id  # type: ignore[union-attr]
 
 
 def test_include_superseded_must_be_a_bool_on_every_read() -> None:
