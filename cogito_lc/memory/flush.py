@@ -9,8 +9,11 @@ stores the rest with ``source`` metadata naming the session.
 A fact is already held when a memory has its id (the same normalised text in
 the scope) or when its nearest memory's cosine similarity is at least
 ``duplicate_threshold`` (:data:`DUPLICATE_COSINE` by default: paraphrases with
-the same content, not merely the same topic). When the model fails (or the store
-has no extractor) the window itself is stored verbatim, tagged
+the same content, not merely the same topic). The check and the write are one step
+under the store's write lock, so concurrent flushes of a scope (threads, or
+replicas over one database) store a fact once; the model embeds before it.
+When the model fails (or the store has no extractor) the window itself is
+stored verbatim, tagged
 ``flush_method="fallback_verbatim"`` (or ``fallback_no_llm``): nothing handed in
 is lost. Such a window is left out only when the same window is stored already,
 never as a near duplicate: flushed again after the session went on, a window may
@@ -73,7 +76,7 @@ class FlushResult:
 
     Attributes:
         windows: How many windows the conversation was split into.
-        stored: The new memories, in order.
+        stored: The memories this call wrote, in order.
         skipped_same_id: Facts left out because a memory has their id.
         skipped_near_duplicate: Facts left out because a memory is at least
             ``duplicate_threshold`` similar.
@@ -184,6 +187,11 @@ def _segments(turns: list[tuple[str, str]]) -> list[tuple[list[tuple[str, str]],
     return segments
 
 
+def _vectors(pairs: list[tuple[Document, Any]]) -> list[Any] | None:
+    """The vectors of ``(document, vector)`` pairs, or None when none was embedded."""
+    return None if any(vector is None for _, vector in pairs) else [v for _, v in pairs]
+
+
 class _Flush:
     def __init__(
         self,
@@ -214,13 +222,14 @@ class _Flush:
         logger.warning("fact extraction gave nothing usable; storing the window verbatim")
         return [window], "fallback_verbatim"
 
-    def held(self, text: str, *, verbatim: bool) -> bool:
+    def held(self, text: str, *, verbatim: bool, vector: Sequence[float] | None = None) -> bool:
         """Whether ``text`` is stored already: the same memory, or (for a fact) a near one.
 
         A same memory that was superseded is not held when a judge writes: saying it
         again makes it current again. A verbatim window is never taken for a near
         duplicate, since a window of a continued session that repeats the stored
-        turns also holds new ones, which would be lost.
+        turns also holds new ones, which would be lost. ``vector`` is the text's
+        query vector, embedded beforehand (None: embedded by the search).
         """
         [same] = self.memory.stored_copies([text], scope=self.scope)
         if same is not None and not (self.judged and is_superseded(same.metadata)):
@@ -228,8 +237,7 @@ class _Flush:
             return True
         if verbatim:
             return False
-        near = self.memory.search(text, k=1, threshold=self.threshold, scope=self.scope)
-        if near:
+        if self.memory._near_current(text, vector, self.threshold, self.scope):
             self.result.skipped_near_duplicate += 1
             return True
         return False
@@ -242,22 +250,40 @@ class _Flush:
         metadata = {**self.metadata, "session_window": number, "flush_method": method}
         verbatim = method.startswith("fallback")
         docs = [
-            Document(page_content=text, metadata=dict(metadata))
-            for text in dict.fromkeys(texts)
-            if not self.held(text, verbatim=verbatim)
+            Document(page_content=text, metadata=dict(metadata)) for text in dict.fromkeys(texts)
         ]
-        if docs and self.judged:
-            for doc in docs:
+        if not self.judged:
+            self.write_new(docs, verbatim=verbatim)
+            return
+        for doc in docs:
+            if not self.held(doc.page_content, verbatim=verbatim):
                 self.write_judged(doc)
-        elif docs:
-            ids = self.memory.store_many(docs, scope=self.scope)
-            for doc, doc_id in zip(docs, ids, strict=True):
-                doc.id = doc_id
-            stored = {doc.id for doc in self.result.stored}
-            for doc in docs:  # texts differing in whitespace only are one memory
-                if doc.id not in stored:
-                    stored.add(doc.id)
-                    self.result.stored.append(doc)
+
+    def write_new(self, docs: list[Document], *, verbatim: bool) -> None:
+        """Write the memories not held already, checked and written in one locked step.
+
+        Other flushes of the scope (other threads, or replicas over one database)
+        wait, so two of them never both store one fact. The model embeds before
+        the lock; only memories this call wrote are counted as stored.
+        """
+        if not docs:
+            return
+        memory = self.memory
+        prepared = [memory._prepare(d.page_content, None, d.metadata, self.scope) for d in docs]
+        store = memory._store
+        queries = [None if verbatim else store.query_vector(d.page_content) for d in prepared]
+        vectors = store.vectors_for(prepared)
+        with memory.exclusive():
+            mine = [
+                (doc, None if vectors is None else vectors[i])
+                for i, doc in enumerate(prepared)
+                if not self.held(doc.page_content, verbatim=verbatim, vector=queries[i])
+            ]
+            written = memory._write([d for d, _ in mine], _vectors(mine)) if mine else []
+        # texts differing in whitespace only are one memory: the first is written
+        self.result.stored.extend(
+            doc for doc, (own, _) in zip(written, mine, strict=True) if doc is own
+        )
 
     def write_judged(self, doc: Document) -> None:
         """Write one memory after the store's judge said what it supersedes or repeats."""

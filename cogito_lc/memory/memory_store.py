@@ -1270,17 +1270,32 @@ class MemoryStore:
             raise ValueError(msg)
         return when
 
+    def _near_current(
+        self, text: str, vector: Sequence[float] | None, threshold: float, scope: Scope
+    ) -> builtins.list[ScoredDocument]:
+        """The current memory of ``scope`` nearest to ``text``, if it scores ``threshold``.
+
+        ``vector`` is ``text``'s, embedded beforehand (``StoreAdapter.query_vector``),
+        so a search under :meth:`exclusive` does not call the model; None embeds here.
+        """
+        if scope:
+            check_filterable(self.vectorstore, "search(scope=...)")
+        keep = version_filter(include_superseded=False)
+        found = self._versioned_search(text, 1, scope.where(), keep, vector)
+        return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+
     def _versioned_search(
         self,
         text: str,
         k: int,
         where: Mapping[str, Any] | None,
         keep: Callable[[Mapping[str, Any]], bool] | None,
+        vector: Sequence[float] | None = None,
     ) -> builtins.list[ScoredDocument]:
         """The ``k`` nearest memories ``keep`` accepts, searching deeper while it drops some."""
         fetch = k
         while True:
-            found = self._store.scored_search(text, fetch, where)
+            found = self._store.scored_search(text, fetch, where, vector)
             kept = found if keep is None else [pair for pair in found if keep(pair[0].metadata)]
             if len(kept) >= k or len(found) < fetch or fetch >= VERSION_SEARCH_DEPTH:
                 return kept[:k]

@@ -565,13 +565,28 @@ class StoreAdapter:
         """Async :meth:`stored_vectors`."""
         return self.stored_vectors(texts, where)
 
+    def query_vector(self, text: str) -> list[float] | None:
+        """The vector :meth:`scored_search` would embed ``text`` to, embedded now.
+
+        For a search under :meth:`exclusive`: embedded before it, so no other
+        process waits on the model. None here: this store embeds in the search.
+        """
+        del text
+        return None
+
     def scored_search(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredDocument]:
         """The ``k`` documents matching ``where`` nearest to ``text``, with the store's score.
 
         The score is the store's relevance score (``similarity_search_with_relevance_scores``).
+        ``vector`` is ``text``'s from :meth:`query_vector` (None here, where the store embeds).
         """
+        del vector  # query_vector gives none here
         pairs = self.store.similarity_search_with_relevance_scores(
             text, k=k, filter=store_filter(self.store, where)
         )

@@ -297,8 +297,16 @@ class ChromaAdapter(BatchedSearchAdapter):
             return None
         return [found[key] for key in texts]
 
+    def query_vector(self, text: str) -> list[float] | None:
+        embeddings = self.store.embeddings
+        return None if embeddings is None else embeddings.embed_query(text)
+
     def scored_search(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredDocument]:
         """The ``k`` documents matching ``where`` nearest to ``text``, scored by cosine similarity.
 
@@ -311,11 +319,11 @@ class ChromaAdapter(BatchedSearchAdapter):
         collection is small) the filtered query runs. A store without
         embeddings gives its relevance scores instead.
         """
-        embeddings = self.store.embeddings
-        if embeddings is None:
+        if vector is None:
+            vector = self.query_vector(text)
+        if vector is None:
             return super().scored_search(text, k, where)
-        vector = embeddings.embed_query(text)
-        rows = self._nearest(vector, k, where)
+        rows = self._nearest(list(vector), k, where)
         if not len(rows["ids"]):
             return []
         cosines = cosine_scores(

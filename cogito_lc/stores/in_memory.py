@@ -78,14 +78,24 @@ class InMemoryAdapter(StoreAdapter):
     def recent(self, limit: int) -> list[Document]:
         return self._matching(None)[-limit:] if limit > 0 else []
 
+    def query_vector(self, text: str) -> list[float] | None:
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        return held.embedding.embed_query(text)
+
     def scored_search(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredDocument]:
         """The ``k`` documents matching ``where`` nearest to ``text``, scored by cosine similarity.
 
         (The store's own similarity; it gives no relevance scores.)
         """
-        pairs = self.store.similarity_search_with_score(
-            text, k=k, filter=store_filter(self.store, where)
+        held: InMemoryVectorStore = self.store  # type: ignore[assignment]
+        embedded = list(vector) if vector is not None else held.embedding.embed_query(text)
+        pairs = held.similarity_search_with_score_by_vector(
+            embedded, k=k, filter=store_filter(self.store, where)
         )
         return [(doc, finite_score(score)) for doc, score in pairs]

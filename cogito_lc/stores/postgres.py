@@ -1065,12 +1065,20 @@ class PostgresAdapter(BatchedSearchAdapter):
             return None
         return [np.asarray(found[key], dtype=np.float32) for key in texts]
 
+    def query_vector(self, text: str) -> list[float] | None:
+        """``text`` embedded now, before the write lock other replicas wait on."""
+        return self.binding.embeddings.embed_query(text)
+
     def scored_search(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredDocument]:
         """The ``k`` nearest memories matching ``where``, scored by cosine similarity."""
-        vector = np.asarray(self.binding.embeddings.embed_query(text), dtype=np.float32)
-        return self._nearest(vector, k, where)
+        embedded = self.query_vector(text) if vector is None else vector
+        return self._nearest(np.asarray(embedded, dtype=np.float32), k, where)
 
     def _nearest(self, vector: Any, k: int, where: Any) -> list[ScoredDocument]:
         return self._nearest_many([vector], [k], where)[0]

@@ -875,14 +875,22 @@ class QdrantAdapter(BatchedSearchAdapter):
             return None
         return [np.asarray(found[key][1], dtype=np.float32) for key in texts]
 
+    def query_vector(self, text: str) -> list[float] | None:
+        embeddings = self.store.embeddings
+        return None if embeddings is None else embeddings.embed_query(text)
+
     def scored_search(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredDocument]:
         """The ``k`` nearest memories matching ``where``, scored by cosine similarity."""
-        embeddings = self.store.embeddings
-        if embeddings is None:
+        if vector is None:
+            vector = self.query_vector(text)
+        if vector is None:
             return super().scored_search(text, k, where)
-        vector = embeddings.embed_query(text)
         if where is not None and self.filtered_search_scans:
             # Local mode checks a filter point by point: when the k nearest of the
             # whole collection all match, they are the answer (as for Chroma).

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -333,4 +334,46 @@ def test_facts_differing_in_whitespace_only_are_one_stored_memory(memory: Memory
     result = flush_session(memory, [HumanMessage("No deploys on Fridays.")], session_id="s")
 
     assert [doc.page_content for doc in result.stored] == ["Deploys freeze on Fridays."]
+    assert memory.count() == 1
+
+
+class _LockAfter:
+    """A write lock whose first take by the main thread first waits for ``before`` to run."""
+
+    def __init__(self, lock: Any, before: Any) -> None:
+        self.lock, self.before, self.done = lock, before, threading.Event()
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread() and not self.done.is_set():
+            other = threading.Thread(target=self.before)
+            other.start()
+            other.join(timeout=30)
+            self.done.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_a_flush_writing_after_another_one_stored_a_near_duplicate_skips_it(
+    memory: MemoryStore,
+) -> None:
+    def flush(fact: str) -> Any:
+        view = memory.scoped({})
+        view.extractor = FactExtractor.from_llm(FakeListChatModel(responses=[_facts(fact)]))
+        return flush_session(view, CHAT[:2], session_id="s", duplicate_threshold=0.9)
+
+    other: list[Any] = []
+    guard = memory._guard
+    guard.lock = _LockAfter(
+        guard.lock, lambda: other.append(flush("Auth tokens expire after 3600 seconds."))
+    )  # type: ignore[assignment]
+
+    late = flush("The auth tokens expire after 3600 seconds.")  # cosine 0.93: a paraphrase
+
+    assert [doc.page_content for doc in other[0].stored] == [
+        "Auth tokens expire after 3600 seconds."
+    ]
+    assert late.stored == []
+    assert late.skipped_near_duplicate == 1
     assert memory.count() == 1
