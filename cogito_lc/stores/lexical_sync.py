@@ -184,14 +184,15 @@ class LexicalSync:
 
     def _until_write(self, key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
         """``compute()``, remembered under ``key`` until the next write (a bounded number)."""
+        version = self._version  # before computing: a write meanwhile outdates the answer
         cached = self._answers.get(key)
-        if cached is not None and cached[0] == self._version:
+        if cached is not None and cached[0] == version:
             answer: _T = cached[1]
             return answer
         answer = self._guarded(compute)
         if len(self._answers) >= _ANSWERS_KEPT:
             self._answers.clear()
-        self._answers[key] = (self._version, answer)
+        self._answers[key] = (version, answer)
         return answer
 
     def _covers_all(self, where: Mapping[str, Any]) -> bool:
@@ -314,12 +315,13 @@ class LexicalSync:
                 extra -= {doc.id for doc in self.adapter.get(sorted(extra))}
                 self._guarded(lambda: self.index.delete(sorted(extra)))
             self._version += 1
-            logger.warning(
-                "lexical index out of step with the vector store (written outside MemoryStore, "
-                "or a write was interrupted): added %d, removed %d",
-                added,
-                len(extra),
-            )
+            if added or extra:  # equal ids: the counts differed by writes in progress
+                logger.warning(
+                    "lexical index out of step with the vector store (written outside "
+                    "MemoryStore, or a write was interrupted): added %d, removed %d",
+                    added,
+                    len(extra),
+                )
             return added, len(extra)
 
     def _copy(self, ids: Sequence[str]) -> int:

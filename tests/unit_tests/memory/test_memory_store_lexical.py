@@ -151,3 +151,22 @@ def test_reindex_rebuilds_from_the_vector_store(store: VectorStore) -> None:
     assert memory.reindex() == 1
     assert _lexical_ids(retriever, "herons") == ["m1"]
     assert _lexical_ids(retriever, "pelicans") == []
+
+
+def test_a_reconcile_that_finds_the_ids_equal_warns_nothing(
+    embeddings: HashEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = MemoryStore(InMemoryVectorStore(embeddings))
+    memory.store(RARE, id="rare")
+    sync = memory.as_retriever().lexical_sync
+    assert sync is not None
+    count = sync.index.count
+
+    def written_meanwhile() -> int:  # a write completes between the two counts
+        memory.store("The on-call handover is on Mondays.", id="handover")
+        return count()
+
+    sync.index.count = written_meanwhile  # type: ignore[method-assign]
+    with caplog.at_level("WARNING"):
+        assert sync.reconcile() == (0, 0)
+    assert "out of step" not in caplog.text
