@@ -13,7 +13,6 @@ retries once as plain text when the server rejects the JSON schema.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, field_validator
 from typing_extensions import Self
 
+from cogito_lc._core.deadline import acall_with_deadline, call_with_deadline
 from cogito_lc._core.model_call import (
     FailureKind,
     ModelAnswer,
@@ -36,7 +36,6 @@ from cogito_lc._core.model_call import (
     run_as_chain,
 )
 from cogito_lc._core.structured_output import StructuredOutputMode
-from cogito_lc.document_compressors._deadline import DeadlineExceededError, call_with_deadline
 from cogito_lc.document_compressors._pointers import CandidateBlock
 from cogito_lc.prompts.builders import ComponentBuilder
 from cogito_lc.prompts.registry import as_chat_prompt, validate_prompt_variables
@@ -221,23 +220,10 @@ class PointerCaller(ABC, Generic[RequestT, ResultT]):
             return early
         question = self._question(request)
         try:
-            reply = await self._aask_within_timeout(question, config)
+            reply = await acall_with_deadline(self._aask(question, config), self.timeout)
         except Exception as exc:
             return self._failed(request, question.block, exc)
         return self._answered(request, reply)
-
-    async def _aask_within_timeout(
-        self, question: PointerQuestion, config: RunnableConfig
-    ) -> PointerReply:
-        if self.timeout is None:
-            return await self._aask(question, config)
-        try:
-            return await asyncio.wait_for(self._aask(question, config), self.timeout)
-        except asyncio.TimeoutError as exc:
-            if not isinstance(exc.__cause__, asyncio.CancelledError):
-                raise  # the model's own client timed out
-            msg = f"no result within {self.timeout:g} s"
-            raise DeadlineExceededError(msg) from exc
 
     def _ask(self, question: PointerQuestion, config: RunnableConfig) -> PointerReply:
         assert self.llm is not None  # noqa: S101 - checked by _early

@@ -201,8 +201,9 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
     ``max_facts`` facts are returned; entries with an unknown kind or no content are
     dropped and logged; empty text returns ``[]`` without calling the model; an
     unparseable reply, or one whose items were all dropped, returns ``[]`` as
-    ``parse_error`` with a logged warning; a model call that fails in any way returns
-    ``[]`` as ``error`` with a logged warning unless ``raise_on_error``.
+    ``parse_error`` with a logged warning; a model call that fails in any way, or does
+    not answer within ``timeout``, returns ``[]`` as ``error`` with a logged warning
+    unless ``raise_on_error``.
     :meth:`invoke_with_result` also tells how the run went.
 
     Example:
@@ -249,6 +250,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         model: str | None = None,
         structured_output: StructuredOutputMode = "auto",
         raise_on_error: bool = False,
+        timeout: float | None = None,
         name: str | None = None,
     ) -> FactExtractor:
         """Create a fact extractor from a chat model.
@@ -262,6 +264,9 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             model: Model name to set on the chat model.
             structured_output: How the output schema reaches the model.
             raise_on_error: Raise model failures instead of returning ``[]``.
+            timeout: Seconds one extraction may wait for the model, a retry without
+                the schema included, before it returns ``[]`` as ``error``; ``None``
+                waits as long as the chat model's own client does.
             name: Run name shown in traces.
 
         Returns:
@@ -279,6 +284,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
             input_key="text",
             structured_output=structured_output,
             raise_on_error=raise_on_error,
+            timeout=timeout,
         )
         return cls(extractor=extractor, name=name)
 
@@ -418,6 +424,10 @@ class FactExtractorBuilder(ComponentBuilder["FactExtractor"]):
     def raise_on_error(self, value: bool = True) -> FactExtractorBuilder:
         """Raise model failures instead of returning ``[]``."""
         return self._with(raise_on_error=value)
+
+    def timeout(self, seconds: float | None) -> FactExtractorBuilder:
+        """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
+        return self._with(timeout=seconds)
 
     def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> FactExtractor:
         """Create the fact extractor.

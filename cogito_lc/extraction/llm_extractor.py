@@ -8,7 +8,8 @@ JSON, trailing commas, a single object where a list was asked, a list cut short)
 
 How each run went is reported as a method tag (:class:`ExtractionMethod`; every
 tag of the package is listed under :data:`~cogito_lc.METADATA_KEY`). A failed
-model call returns the empty value and logs a warning unless ``raise_on_error=True``.
+model call, or one that outlasts ``timeout``, returns the empty value and logs a
+warning unless ``raise_on_error=True``.
 Callers read it from :meth:`LlmExtractor.invoke_with_result`, which returns an
 :class:`ExtractionResult`; tracing and dashboards receive it as the custom event
 ``cogito_lc.extraction`` (see :data:`EXTRACTION_EVENT`), dispatched inside every
@@ -29,8 +30,9 @@ from langchain_core.runnables import (
     RunnableConfig,
     RunnableSerializable,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cogito_lc._core.deadline import acall_with_deadline, call_with_deadline
 from cogito_lc._core.display import escape_controls
 from cogito_lc._core.json_repair import (
     JsonExtractionError,
@@ -121,7 +123,8 @@ class ExtractionMethod(str, Enum):
     """The reply could not be parsed; the empty value was returned."""
 
     ERROR = "error"
-    """The model could not be reached; the empty value was returned."""
+    """The model could not be reached, failed, or did not answer within ``timeout``; the
+    empty value was returned."""
 
     SKIPPED = "skipped"
     """No model call was needed, for example because the input text was empty."""
@@ -242,6 +245,13 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     raise_on_error: bool = False
     """Raise model failures instead of returning the empty value."""
 
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one extraction may wait for the model, every attempt included (a retry
+    without the schema too), before it ends as ``error`` with a ``DeadlineExceededError``;
+    ``None`` waits as long as the chat model's own client does. Async calls are
+    cancelled. Sync calls run in a worker thread the caller stops waiting for; the
+    abandoned request ends with the client's own timeout."""
+
     @model_validator(mode="before")
     @classmethod
     def _output_from_type_parameter(cls, data: Any) -> Any:
@@ -284,7 +294,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             prompt: A chat prompt, or the f-string text of one human message (required).
             output: Pydantic model of one extracted item (required).
             **fields: Other fields: ``many``, ``structured_output``, ``raise_on_error``,
-                ``input_key``, ``name``.
+                ``input_key``, ``timeout``, ``name``.
 
         Returns:
             The extractor.
@@ -419,8 +429,13 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         self, variables: dict[str, Any], config: RunnableConfig, max_items: int | None
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = self.prompt.invoke(variables, config)
+        options = self._call_options(max_items)
         try:
-            answer = call_model(self.llm, prompt_value, config, **self._call_options(max_items))
+            answer = call_with_deadline(
+                lambda: call_model(self.llm, prompt_value, config, **options),
+                self.timeout,
+                name=f"{self.get_name()}-model-call",
+            )
         except Exception as exc:
             return self._failure(exc)
         return self._parse(answer, max_items)
@@ -430,8 +445,9 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
     ) -> ExtractionResult[Any]:
         prompt_value: PromptValue = await self.prompt.ainvoke(variables, config)
         try:
-            answer = await acall_model(
-                self.llm, prompt_value, config, **self._call_options(max_items)
+            answer = await acall_with_deadline(
+                acall_model(self.llm, prompt_value, config, **self._call_options(max_items)),
+                self.timeout,
             )
         except Exception as exc:
             return self._failure(exc)
@@ -605,6 +621,10 @@ class LlmExtractorBuilder(ComponentBuilder["LlmExtractor[O]"], Generic[O]):
     def raise_on_error(self, value: bool = True) -> LlmExtractorBuilder[O]:
         """Raise model failures instead of returning the empty value."""
         return self._with(raise_on_error=value)
+
+    def timeout(self, seconds: float | None) -> LlmExtractorBuilder[O]:
+        """Wait at most ``seconds`` for the model (``None``: the client's own timeout)."""
+        return self._with(timeout=seconds)
 
     def _create(self, llm: Runnable[Any, Any] | None, **fields: Any) -> LlmExtractor[O]:
         """Create the extractor.

@@ -368,7 +368,9 @@ class CogitoSettings(BaseSettings):
     filter_model: str | None = None
     """Chat model of the recall filter, e.g. ``openai:gemma-3-270m``; None: no LLM."""
     filter_timeout_ms: int = Field(default=12_000, ge=1)
-    """Timeout of one chat model call, in milliseconds."""
+    """Longest wait for one model step (recall filter, supersession judgement, fact
+    extraction; a retry without the schema included), in milliseconds; past it the step
+    falls back (``fallback_timeout``; ``add`` stores the text verbatim)."""
     ollama_url: str = "http://localhost:11434"
     """Base URL of Ollama for ``ollama:`` models."""
     llm_model: str | None = None

@@ -140,7 +140,8 @@ def chat_model_from_settings(
 
     Returns:
         ``ChatOllama``, ``ChatOpenAI`` or ``ChatAnthropic``, with the configured
-        timeout and at most one retry; None without a configured model.
+        timeout and no retry of the client's own (a retry would wait past the
+        timeout); None without a configured model.
 
     Raises:
         ImportError: If the provider's extra is not installed.
@@ -179,7 +180,7 @@ def chat_model_from_settings(
                 model=name,
                 api_key=settings.anthropic_api_key,
                 timeout=_timeout_seconds(settings),
-                max_retries=1,
+                max_retries=0,
             ),
         )
     module = _import("langchain_openai", f"{key}={value!r}")
@@ -190,7 +191,7 @@ def chat_model_from_settings(
             base_url=settings.filter_endpoint,
             api_key=_openai_key(settings),
             timeout=_timeout_seconds(settings),
-            max_retries=1,
+            max_retries=0,
         ),
     )
 
@@ -410,7 +411,9 @@ def memory_from_settings(
     on a Chroma server (``chroma_host``), or in the database with ``database_url``
     (Postgres, table ``collection``); with a chat model
     configured (``llm_model`` or ``filter_model``) ``add`` extracts facts
-    through it, else it stores text verbatim (``fallback_no_llm``).
+    through it, waiting at most ``filter_timeout_ms`` for each extraction (past
+    it, the text is stored verbatim: ``fallback_verbatim``), else it stores text
+    verbatim (``fallback_no_llm``).
 
     Args:
         settings: The settings.
@@ -425,7 +428,11 @@ def memory_from_settings(
     embeddings = embeddings or embeddings_from_settings(settings)
     llm = chat_model_from_settings(settings, purpose="extract")
     extractor = (
-        FactExtractor.from_llm(llm, structured_output=settings.llm_structured_output)
+        FactExtractor.from_llm(
+            llm,
+            structured_output=settings.llm_structured_output,
+            timeout=_timeout_seconds(settings),
+        )
         if llm is not None
         else None
     )

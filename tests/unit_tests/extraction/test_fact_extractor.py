@@ -27,6 +27,7 @@ from cogito_lc.prompts import PromptRegistry, PromptVariablesError
 from cogito_lc.prompts import registry as prompts
 from tests.unit_tests.fakes import (
     AsyncOnlyChatModel,
+    Gate,
     Recorder,
     ScriptedChatModel,
     offline_chat_openai,
@@ -805,3 +806,18 @@ def test_a_misspelt_key_of_a_dict_input_is_refused_with_the_closest_name() -> No
 
     with pytest.raises(ValueError, match=r"'max_fact'.*did you mean 'max_facts'"):
         extractor.invoke({"text": DECISION_TEXT, "max_fact": 2})
+
+
+def test_timeout_ends_a_slow_extraction_as_error() -> None:
+    gate = Gate(reply='{"items": []}')
+    built = FactExtractor.builder(ScriptedChatModel(replies=[gate])).timeout(0.05).build()
+    for extractor in (
+        FactExtractor.from_llm(ScriptedChatModel(replies=[gate]), timeout=0.05),
+        built,
+    ):
+        result = extractor.invoke_with_result("We chose PostgreSQL 16 for billing.")
+
+        assert result.method is ExtractionMethod.ERROR
+        assert result.value == []
+        assert result.error == "DeadlineExceededError: no result within 0.05 s"
+    gate.release.set()

@@ -44,6 +44,7 @@ from cogito_lc.extraction.llm_extractor import (
 from cogito_lc.prompts import PromptRegistry
 from tests.unit_tests.fakes import (
     BarrierChatModel,
+    Gate,
     GateChatModel,
     Recorder,
     ScriptedChatModel,
@@ -592,6 +593,69 @@ async def test_abatch_returns_one_result_per_input() -> None:
 
     assert results == [[Person(**PEOPLE[0])], [Person(**PEOPLE[0])]]
     assert len(llm.calls) == 2
+
+
+# --- timeout ---------------------------------------------------------------------------
+
+
+def test_sync_timeout_stops_waiting_for_a_model_that_is_still_working() -> None:
+    gate = Gate(reply=json.dumps(PEOPLE))
+    extractor = people_extractor(ScriptedChatModel(replies=[gate]), timeout=0.05)
+
+    result = extractor.invoke_with_result("Ada and Bo")
+
+    model_was_done = gate.finished.is_set()
+    gate.release.set()
+    assert not model_was_done
+    assert result.method is ExtractionMethod.ERROR
+    assert result.value == []
+    assert result.error == "DeadlineExceededError: no result within 0.05 s"
+    assert gate.finished.wait(10)
+
+
+def test_timeout_covers_the_retry_without_the_schema() -> None:
+    gate = Gate(reply=json.dumps(PEOPLE))
+    llm = ScriptedChatModel(replies=[StatusError(400), gate])
+    extractor = people_extractor(llm, structured_output="json_schema", timeout=0.2)
+
+    result = extractor.invoke_with_result("Ada and Bo")
+
+    gate.release.set()
+    assert len(llm.calls) == 2
+    assert result.method is ExtractionMethod.ERROR
+    assert result.error == "DeadlineExceededError: no result within 0.2 s"
+
+
+async def test_async_timeout_cancels_the_model_call() -> None:
+    gate = Gate(reply=json.dumps(PEOPLE))
+    extractor = people_extractor(ScriptedChatModel(replies=[gate]), timeout=0.05)
+
+    result = await asyncio.wait_for(extractor.ainvoke_with_result("Ada and Bo"), 10)
+
+    assert result.method is ExtractionMethod.ERROR
+    assert result.error == "DeadlineExceededError: no result within 0.05 s"  # as in sync
+    assert gate.cancelled
+    assert not gate.finished.is_set()
+
+
+def test_timeout_with_raise_on_error_raises_a_timeout_error() -> None:
+    gate = Gate(reply=json.dumps(PEOPLE))
+    extractor = people_extractor(
+        ScriptedChatModel(replies=[gate]), timeout=0.05, raise_on_error=True
+    )
+
+    with pytest.raises(TimeoutError, match=r"no result within 0\.05 s"):
+        extractor.invoke("Ada and Bo")
+    gate.release.set()
+
+
+def test_model_answering_within_the_timeout_is_used() -> None:
+    extractor = people_extractor(ScriptedChatModel(replies=[json.dumps(PEOPLE)]), timeout=30)
+
+    result = extractor.invoke_with_result("Ada and Bo")
+
+    assert result.method is not ExtractionMethod.ERROR
+    assert [person.name for person in result.value] == [person["name"] for person in PEOPLE]
 
 
 def test_builder_builds_an_equivalent_extractor() -> None:
