@@ -111,6 +111,7 @@ _NUMBER_FIELDS = (
     "mcp_max_streams_per_token",
     "worker_threads",
     "filter_timeout_ms",
+    "llm_max_tokens",
     "chroma_port",
     "recall_limit",
     "query_limit",
@@ -377,6 +378,10 @@ class CogitoSettings(BaseSettings):
     """Chat model of fact extraction, snapshots and calibration; defaults to ``filter_model``."""
     llm_structured_output: StructuredOutputMode = "auto"
     """How the output schema reaches the model (``json_object`` for llama-cpp-python)."""
+    llm_max_tokens: int = Field(default=1024, ge=1)
+    """Most tokens one chat model answer may have (``max_tokens``; ``num_predict`` for
+    Ollama). Without a cap some servers (llama-cpp-python) generate until the context is
+    full, long after the timeout, and keep the next requests waiting."""
     embed_model: str = "huggingface:all-MiniLM-L6-v2"
     """Embeddings; the default is the MiniLM model bundled with the ``local`` extra."""
     supersession: bool = True

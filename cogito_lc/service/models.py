@@ -38,6 +38,7 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
+from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
@@ -140,8 +141,8 @@ def chat_model_from_settings(
 
     Returns:
         ``ChatOllama``, ``ChatOpenAI`` or ``ChatAnthropic``, with the configured
-        timeout and no retry of the client's own (a retry would wait past the
-        timeout); None without a configured model.
+        timeout, answers capped at ``llm_max_tokens`` tokens and no retry of the
+        client's own (a retry would wait past the timeout); None without a configured model.
 
     Raises:
         ImportError: If the provider's extra is not installed.
@@ -169,7 +170,10 @@ def chat_model_from_settings(
         return cast(
             "BaseChatModel",
             module.ChatOllama(
-                model=name, base_url=settings.ollama_url, client_kwargs={"timeout": timeout}
+                model=name,
+                base_url=settings.ollama_url,
+                num_predict=settings.llm_max_tokens,
+                client_kwargs={"timeout": timeout},
             ),
         )
     if provider == "anthropic":
@@ -179,6 +183,7 @@ def chat_model_from_settings(
             module.ChatAnthropic(
                 model=name,
                 api_key=settings.anthropic_api_key,
+                max_tokens=settings.llm_max_tokens,
                 timeout=_timeout_seconds(settings),
                 max_retries=0,
             ),
@@ -192,8 +197,22 @@ def chat_model_from_settings(
             api_key=_openai_key(settings),
             timeout=_timeout_seconds(settings),
             max_retries=0,
+            max_tokens=settings.llm_max_tokens,
+            extra_body=_max_tokens_body(settings),
         ),
     )
+
+
+def _max_tokens_body(settings: CogitoSettings) -> dict[str, Any] | None:
+    """``max_tokens`` in the request body for an OpenAI-compatible server other than OpenAI.
+
+    langchain-openai sends the cap as ``max_completion_tokens``, which servers such as
+    llama-cpp-python ignore; they read ``max_tokens``.
+    """
+    endpoint = settings.filter_endpoint
+    if not endpoint or urlparse(endpoint).hostname == "api.openai.com":
+        return None
+    return {"max_tokens": settings.llm_max_tokens}
 
 
 def judge_from_settings(

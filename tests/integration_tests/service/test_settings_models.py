@@ -58,3 +58,32 @@ def test_the_clients_do_not_retry_past_the_timeout(tmp_path: Path) -> None:
 
     assert llm is not None
     assert llm.max_retries == 0  # type: ignore[attr-defined]
+
+
+def test_an_openai_compatible_server_gets_the_token_cap_as_max_tokens(tmp_path: Path) -> None:
+    with model_server(reply="ok") as server:
+        settings = _openai_settings(server.url, tmp_path, llm_max_tokens=321)
+        llm = chat_model_from_settings(settings)
+        assert llm is not None
+        llm.invoke("hello")
+
+    assert server.received[0]["max_tokens"] == 321  # what llama-cpp-python reads
+
+
+def test_ollama_gets_the_token_cap_as_num_predict(tmp_path: Path) -> None:
+    with model_server(reply="ok") as server:
+        settings = CogitoSettings(
+            filter_model="ollama:m",
+            ollama_url=server.url,
+            llm_max_tokens=321,
+            store_path=tmp_path / "store",
+        )
+        llm = chat_model_from_settings(settings)
+        assert llm is not None
+        llm.invoke("hello")
+
+    assert server.received[0]["options"]["num_predict"] == 321
+
+
+def test_the_token_cap_defaults_to_1024() -> None:
+    assert CogitoSettings().llm_max_tokens == 1024
