@@ -9,7 +9,8 @@ the command line) replaces the two-file lookup.
 Keys and defaults follow the reference service where they still make sense,
 and its configuration files load as written. Models are named by strings that
 :mod:`cogito_lc.service.models` turns into LangChain objects: ``ollama:<model>``,
-``openai:<model>`` (any OpenAI-compatible server at ``filter_endpoint``),
+``openai:<model>`` (any OpenAI-compatible server at ``filter_endpoint``, or
+OpenAI's API with ``filter_token`` or ``OPENAI_API_KEY``; one of the three is required),
 ``anthropic:<model>`` (with ``ANTHROPIC_API_KEY``) and, for embeddings,
 ``huggingface:<name or path>``. A name without a provider is read as the
 reference reads it (see :func:`route_model_string`): a ``filter_model`` goes to
@@ -532,12 +533,16 @@ class CogitoSettings(BaseSettings):
             if key != "filter_model":
                 msg += f" and write {key}='openai:<model>'"
             raise ValueError(msg + ".")
+        if provider == "openai":
+            _check_openai_credentials(key, value, info)
         return value
 
     @field_validator("embed_model", mode="after")
     @classmethod
-    def _check_embed_model(cls, value: str) -> str:
-        route_model_string(value, key="embed_model", providers=EMBEDDING_PROVIDERS)
+    def _check_embed_model(cls, value: str, info: ValidationInfo) -> str:
+        provider, _ = route_model_string(value, key="embed_model", providers=EMBEDDING_PROVIDERS)
+        if provider == "openai":
+            _check_openai_credentials("embed_model", value, info)
         return value
 
     @field_validator("recall_threshold", "query_threshold", mode="after")
@@ -629,6 +634,25 @@ class FirstSetWins(_WholeSource):
                 if not (name in _BLANK_IS_UNSET and _is_blank(value)):
                     merged.setdefault(name, value)
         return merged
+
+
+def _check_openai_credentials(key: str, value: str, info: ValidationInfo) -> None:
+    """Refuse an ``openai:`` model with neither an endpoint nor a key to reach OpenAI with.
+
+    Raises:
+        ValueError: Naming the settings to set; the OpenAI client would otherwise fail
+            when built, breaking every command, even those that use no model.
+    """
+    if info.data.get("filter_endpoint") or info.data.get("filter_token"):
+        return
+    if os.environ.get("OPENAI_API_KEY", "").strip():
+        return
+    msg = (
+        f"{key}={value!r} needs an OpenAI-compatible server or a key: set filter_endpoint "
+        "(COGITO_FILTER_ENDPOINT) to the server's URL, or filter_token "
+        "(COGITO_FILTER_TOKEN) or OPENAI_API_KEY to call OpenAI's API."
+    )
+    raise ValueError(msg)
 
 
 _BLANK_IS_UNSET = frozenset({"anthropic_api_key", "database_url", "filter_token", "qdrant_api_key"})

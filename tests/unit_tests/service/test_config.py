@@ -687,3 +687,43 @@ def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
     same = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=8))
     same.add_texts(["Deploys freeze on Fridays."])
     assert len(same.get()["ids"]) == 2
+
+
+def test_openai_model_without_an_endpoint_or_a_key_says_what_to_set(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("COGITO_FILTER_MODEL", "openai:gpt-4o-mini")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "COGITO_FILTER_MODEL" in message
+    assert "filter_endpoint (COGITO_FILTER_ENDPOINT)" in message
+    assert "COGITO_FILTER_TOKEN" in message
+    assert "OPENAI_API_KEY" in message
+
+
+def test_openai_embeddings_without_an_endpoint_or_a_key_say_what_to_set(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _write(places[0], {"embed_model": "openai:text-embedding-3-small"})
+    with pytest.raises(ConfigError, match=r"key 'embed_model'.*COGITO_FILTER_ENDPOINT"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    "reach",
+    [
+        {"COGITO_FILTER_ENDPOINT": "http://127.0.0.1:8080/v1"},
+        {"COGITO_FILTER_TOKEN": "sk-test"},
+        {"OPENAI_API_KEY": "sk-test"},
+    ],
+)
+def test_openai_model_with_an_endpoint_or_a_key_loads(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, reach: dict[str, str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name, value in {"COGITO_FILTER_MODEL": "openai:gpt-4o-mini", **reach}.items():
+        monkeypatch.setenv(name, value)
+    assert load_settings().filter_model == "openai:gpt-4o-mini"
