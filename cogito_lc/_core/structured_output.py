@@ -437,8 +437,10 @@ def _structured(llm: Runnable[Any, Any], schema: Any, owner: str) -> Runnable[An
         )
     except Exception as exc:  # any refusal means: ask without a schema
         logger.warning(
-            "%s: %s.with_structured_output() is not available (%s: %s); asking without a "
-            "schema. Set structured_output to the mode your server supports.",
+            "%s: %s.with_structured_output() could not take the output schema (%s: %s); "
+            "no request was sent with it, so the model is asked without a schema. Set "
+            "structured_output to json_schema, json_object or format to send the schema "
+            "in the request instead.",
             owner,
             type(model).__name__,
             type(exc).__name__,

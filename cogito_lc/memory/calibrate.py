@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogito_lc._core.graphemes import cut
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
@@ -26,8 +26,25 @@ __all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map"]
 logger = logging.getLogger(__name__)
 
 
-class VocabReply(RootModel[dict[str, list[str]]]):
-    """The model's answer: plain-English phrase -> corpus terms."""
+class VocabReply(BaseModel):
+    """The model's answer: plain-English phrases, each with the corpus terms it maps to.
+
+    The schema sent to the model is an object with properties, as every provider's
+    structured output needs (a bare map has none, and ``with_structured_output`` of
+    ``ChatOpenAI`` cannot take it); a reply that is the bare map, as in the prompt's
+    example, is read as well.
+    """
+
+    phrases: dict[str, list[str]] = Field(default_factory=dict)
+    """Each plain-English phrase and the corpus terms that mean the same."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_map(cls, data: Any) -> Any:
+        wrapped = isinstance(data, dict) and set(data) == {"phrases"}
+        if isinstance(data, dict) and not (wrapped and isinstance(data["phrases"], dict)):
+            return {"phrases": data}
+        return data
 
 
 @dataclass
@@ -194,7 +211,7 @@ class VocabCalibrator(BaseModel):
         reply = extractor.invoke_with_result({"corpus": corpus, "max_terms": self.max_keys})
         if reply.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
             return CalibrationResult({}, f"fallback_{reply.method.value}")
-        raw = reply.value.root if reply.value is not None else {}
+        raw = reply.value.phrases if reply.value is not None else {}
         vocab_map, dropped = filter_vocab_map(
             raw, corpus, max_keys=self.max_keys, max_terms=self.max_terms
         )

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import unicodedata
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -12,7 +15,7 @@ from cogito_lc import MemoryStore
 from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
 from cogito_lc.retrievers.recall_b import RecallB
 from tests.unit_tests.conftest import HashEmbeddings
-from tests.unit_tests.fakes import json_reply
+from tests.unit_tests.fakes import json_reply, offline_chat_openai
 
 CORPUS = [
     "Search p95 latency budget is 250 ms.",
@@ -136,3 +139,53 @@ def test_the_result_says_why_no_map_was_built(
     result = VocabCalibrator.from_llm(llm).calibrate(memory)
     assert (result.method, result.reason) == (method, reason)
     assert (result.path is None) == (method != "calibrated")
+
+
+def _completion(content: str) -> dict[str, Any]:
+    choice = {"index": 0, "message": {"role": "assistant", "content": content}}
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{**choice, "finish_reason": "stop"}],
+    }
+
+
+def test_chat_openai_in_auto_mode_is_sent_the_schema(
+    memory: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=_completion('{"phrases": {"how fast": ["latency"]}}'))
+
+    calibrator = VocabCalibrator.from_llm(offline_chat_openai(handler))
+    with caplog.at_level(logging.WARNING):
+        result = calibrator.calibrate(memory, dry_run=True)
+
+    assert not caplog.records
+    assert len(bodies) == 1
+    schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["phrases"]["type"] == "object"
+    assert result.method == "calibrated"
+    assert result.vocab_map == {"how fast": ["latency"]}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [{"phrases": {"how fast": ["latency"]}}, {"how fast": ["latency"]}],
+    ids=["wrapped", "bare map"],
+)
+def test_a_wrapped_or_a_bare_map_is_read(memory: MemoryStore, reply: dict[str, Any]) -> None:
+    result = VocabCalibrator.from_llm(json_reply(reply)).calibrate(memory, dry_run=True)
+
+    assert result.vocab_map == {"how fast": ["latency"]}
+
+
+def test_a_phrase_named_like_the_wrapper_is_a_phrase(memory: MemoryStore) -> None:
+    reply = {"phrases": ["latency"], "login": ["auth"]}
+    result = VocabCalibrator.from_llm(json_reply(reply)).calibrate(memory, dry_run=True)
+
+    assert result.vocab_map == {"phrases": ["latency"], "login": ["auth"]}
