@@ -74,9 +74,10 @@ StructuredOutputMode = Literal["auto", "langchain", "json_schema", "json_object"
 - ``format``: Ollama's ``format=<schema>``.
 - ``none``: no schema; the reply is parsed tolerantly.
 
-If a call with a schema fails with HTTP 400, 422 or 5xx (llama-cpp-python's server
-answers 500 to a ``json_schema`` response format), it is retried once without the
-schema and reported as ``text``.
+If a call with a schema fails with HTTP 400 or 422, or with a 5xx whose message names
+the response format, schema or grammar (llama-cpp-python's server answers 500 to a
+``json_schema`` response format), it is retried once without the schema and reported
+as ``text``. Any other 5xx is an outage and is not retried.
 """
 
 LIST_WRAPPER_KEY = "items"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "TRANSPORT_ERROR_NAMES",
@@ -39,6 +39,8 @@ FailureKind: TypeAlias = Literal["timeout", "unreachable", "error"]
 
 _SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
 _SERVER_ERROR_STATUS = 500
+_SCHEMA_WORDS = ("response_format", "schema", "grammar")
+"""Words of a 5xx error message about the output schema (llama-cpp-python's, say)."""
 _REQUEST_TIMEOUT_STATUS = 408
 _RETRYABLE_STATUSES = frozenset({_REQUEST_TIMEOUT_STATUS, 429})
 TRANSPORT_ERROR_NAMES: frozenset[str] = frozenset(
@@ -142,7 +144,8 @@ def schema_may_be_rejected(exc: BaseException) -> bool:
     """Whether a call that carried an output schema may have failed because of it.
 
     Servers refuse a response format they do not support with HTTP 400 or 422, and
-    some (llama-cpp-python's) with HTTP 500.
+    some (llama-cpp-python's) with HTTP 500 whose message names it. Any other 5xx is
+    an outage: retrying without the schema would only double the failed requests.
 
     Args:
         exc: The exception raised by a chat model call with a schema.
@@ -150,14 +153,32 @@ def schema_may_be_rejected(exc: BaseException) -> bool:
     Returns:
         ``True`` if a retry without the schema is worth trying.
     """
-    return may_reject_schema(status_code_in_chain(exc))
+    status = status_code_in_chain(exc)
+    if may_reject_schema(status):
+        return True
+    return status is not None and status >= _SERVER_ERROR_STATUS and _names_the_schema(exc)
 
 
 def may_reject_schema(status: int | None) -> bool:
     """Whether an HTTP ``status`` is how servers refuse an unsupported output schema."""
-    return status is not None and (
-        status in _SCHEMA_REJECTED_STATUSES or status >= _SERVER_ERROR_STATUS
-    )
+    return status in _SCHEMA_REJECTED_STATUSES
+
+
+def _names_the_schema(exc: BaseException) -> bool:
+    """Whether an error's message (or its response's body) is about the output schema."""
+    for error in exception_chain(exc):
+        texts = [str(error), _response_text(getattr(error, "response", None))]
+        if any(word in text.lower() for text in texts for word in _SCHEMA_WORDS):
+            return True
+    return False
+
+
+def _response_text(response: Any) -> str:
+    try:
+        text = getattr(response, "text", "")
+    except Exception:  # a streamed body that was never read
+        return ""
+    return text if isinstance(text, str) else ""
 
 
 def exception_chain(exc: BaseException) -> Iterator[BaseException]:

@@ -516,7 +516,7 @@ def test_auto_mode_sends_no_schema_to_an_unknown_chat_model() -> None:
 
 
 def test_a_rejected_schema_is_retried_without_it() -> None:
-    result, llm, docs = run([StatusError(500), "[2]"], structured_output="json_schema")
+    result, llm, docs = run([StatusError(400), "[2]"], structured_output="json_schema")
 
     assert [bool(call["kwargs"]) for call in llm.calls] == [True, False]
     assert result.method is FilterMethod.FILTER

@@ -542,7 +542,7 @@ def test_json_object_mode_sends_bounded_integer_arrays() -> None:
 
 def test_a_rejected_schema_is_retried_without_it() -> None:
     decision, llm, docs = run(
-        [StatusError(500), '{"repeats": [1]}'], structured_output="json_schema"
+        [StatusError(400), '{"repeats": [1]}'], structured_output="json_schema"
     )
 
     assert [bool(call["kwargs"]) for call in llm.calls] == [True, False]

@@ -324,7 +324,7 @@ def test_request_schema_for_single_object_is_the_model() -> None:
     assert set(schema["properties"]) == {"name", "age"}
 
 
-@pytest.mark.parametrize("status", [400, 422, 500])
+@pytest.mark.parametrize("status", [400, 422])
 def test_rejected_schema_is_retried_as_text(status: int, caplog: pytest.LogCaptureFixture) -> None:
     llm = ScriptedChatModel(replies=[StatusError(status), json.dumps(PEOPLE)])
 
@@ -406,13 +406,13 @@ def test_any_model_failure_raises_with_raise_on_error(error: Exception) -> None:
     assert excinfo.value is error
 
 
-def test_server_error_on_both_attempts_is_a_transport_error() -> None:
+def test_a_server_error_is_not_retried_without_the_schema() -> None:
     llm = ScriptedChatModel(replies=[StatusError(503)])
 
     result = people_extractor(llm, structured_output="json_object").invoke_with_result("x")
 
     assert result.method is ExtractionMethod.ERROR
-    assert [bool(call["kwargs"]) for call in llm.calls] == [True, False]
+    assert [bool(call["kwargs"]) for call in llm.calls] == [True]
 
 
 def test_transport_error_on_single_output_returns_none() -> None:
@@ -457,11 +457,46 @@ def test_is_timeout_error_classification() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "rejected"), [(400, True), (422, True), (500, True), (401, False)]
+    ("status", "rejected"), [(400, True), (422, True), (500, False), (503, False), (401, False)]
 )
 def test_is_schema_rejection(status: int, rejected: bool) -> None:
     assert is_schema_rejection(_wrapped(StatusError(status))) is rejected
     assert not is_schema_rejection(ConnectionRefusedError())
+
+
+LLAMA_CPP_REFUSAL = (
+    "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "requests", "method"),
+    [
+        (LLAMA_CPP_REFUSAL, 2, ExtractionMethod.TEXT),
+        ("Internal Server Error: model runner crashed", 1, ExtractionMethod.ERROR),
+    ],
+    ids=["names the schema", "outage"],
+)
+def test_a_500_is_retried_without_the_schema_only_when_it_names_the_schema(
+    message: str, requests: int, method: ExtractionMethod
+) -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        if "response_format" in bodies[-1]:
+            error = {"message": message, "type": "internal_server_error"}
+            return httpx.Response(500, json={"error": error})
+        if message != LLAMA_CPP_REFUSAL:
+            return httpx.Response(500, json={"error": {"message": message}})
+        return httpx.Response(200, json=_completion(json.dumps(PEOPLE)))
+
+    extractor = people_extractor(_openai(handler), structured_output="json_schema")
+    result = extractor.invoke_with_result("Ada and Charles")
+
+    assert len(bodies) == requests
+    assert result.method is method
 
 
 def test_structured_output_kwargs_for_every_mode() -> None:
