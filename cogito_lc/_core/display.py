@@ -20,7 +20,12 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["escape_controls"]
+__all__ = ["ANSWERED", "escape_controls"]
+
+ANSWERED = "cogito_answered"
+"""The attribute of a log record whose message an HTTP answer carries as well
+(``logger.error(..., extra={ANSWERED: True})``): a client that shows the answer, as
+the CLI running the service in process does, leaves the record out and shows it once."""
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 

@@ -30,7 +30,7 @@ except ModuleNotFoundError as exc:  # a module the check does not list
 
 from rich.text import Text
 
-from cogito_lc._core.display import escape_controls
+from cogito_lc._core.display import ANSWERED, escape_controls
 from cogito_lc.cli._client import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -772,6 +772,11 @@ class _OneLineLogFormatter(logging.Formatter):
         return escape_controls(line)
 
 
+def _not_answered(record: logging.LogRecord) -> bool:
+    """Whether to show ``record``: not when the service's answer, shown as the error, says it."""
+    return not getattr(record, ANSWERED, False)
+
+
 def _log_to_stderr(*, debug: bool = False) -> None:
     """Send warnings and errors to stderr one line each, unless logging is set up already.
 
@@ -780,6 +785,7 @@ def _log_to_stderr(*, debug: bool = False) -> None:
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLineLogFormatter(debug=debug))
+    handler.addFilter(_not_answered)
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.captureWarnings(True)  # a setting's warning (a short token) on one line too
 

@@ -54,6 +54,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from cogito_lc._core.breaker import CircuitOpenError
+from cogito_lc._core.display import ANSWERED
 from cogito_lc._core.extras import MissingExtraError
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.transport import (
@@ -270,7 +271,7 @@ def _answered_error(exc: Exception) -> HTTPException | None:
         None,
     )
     if model_error is not None:  # its message names the setting or the install line
-        logger.error("%s", model_error)
+        logger.error("%s", model_error, extra={ANSWERED: True})
         return HTTPException(500, str(model_error))
     return None
 

@@ -111,7 +111,7 @@ def test_a_command_that_embeds_without_the_models_extra_names_its_install_line(
         "store", "Auth tokens expire.", env=env, cwd=tmp_path, check=False, launcher=WITHOUT_OLLAMA
     )
     assert stored.returncode == 1, stored.stderr
-    assert 'pip install "cogito-lc[ollama]"' in stored.stderr
+    assert stored.stderr.count('pip install "cogito-lc[ollama]"') == 1, stored.stderr
     assert "internal server error" not in stored.stderr
     counted = cli("health", env=env, cwd=tmp_path, launcher=WITHOUT_OLLAMA)
     assert "interrupted" not in counted.stderr
