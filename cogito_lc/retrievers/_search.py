@@ -331,11 +331,22 @@ def confirm(
 
 
 def settle(
-    store: StoreAdapter, documents: Sequence[Document], result: SearchResult
+    store: StoreAdapter,
+    documents: Sequence[Document],
+    result: SearchResult,
+    written_meanwhile: Callable[[Sequence[str]], bool] | None = None,
 ) -> list[Document]:
-    """``documents`` without those the store no longer holds as they are (see :func:`confirm`)."""
+    """``documents`` without those the store no longer holds as they are (see :func:`confirm`).
+
+    ``written_meanwhile`` tells, once they are known, whether such documents were
+    written or forgotten through the lexical index's owner while the recall ran
+    (logged as such); otherwise they were changed outside it, and a warning says
+    how to index them again.
+    """
     stale = _stale(store, documents, result)
-    if stale:
+    if stale and written_meanwhile is not None and written_meanwhile(sorted(stale)):
+        logger.info("%d memories changed or forgotten during this recall are left out", len(stale))
+    elif stale:
         logger.warning(
             "%d memories changed in the vector store outside MemoryStore are left out of this "
             "recall; call RecallB.lexical_sync.reindex() to index them again",

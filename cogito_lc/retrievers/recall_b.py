@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -310,6 +311,13 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         """The corpus index shared with the store's other users, when it has one."""
         return self._lexical
 
+    def _written_meanwhile(self) -> Callable[[Sequence[str]], bool] | None:
+        """Tells whether ids were written through the shared index from now on (None: none)."""
+        sync = self._lexical
+        if sync is None:
+            return None
+        return partial(sync.written_since, sync.version)
+
     def forget_cached(self, ids: Sequence[str]) -> None:
         """Drop what the candidate cache keeps of these documents (after they are deleted)."""
         self._cache.forget_groups(ids)
@@ -476,11 +484,12 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             )
         if not _search.confirm(self._store, docs, found, self._cache):
             self.refresh_lexical_index()
+            meanwhile = self._written_meanwhile()
             lexical = self._lexical_run(decomposition.queries[0])
             docs, found = self._recall(
                 decomposition, plan, vectors, lexical, k, copies=False, keep=keep
             )
-            docs = _search.settle(self._store, docs, found)
+            docs = _search.settle(self._store, docs, found, meanwhile)
         data = _event_data(docs, decomposition, plan, found)
         dispatch_custom_event(RECALL_B_EVENT, data, config={"callbacks": run_manager.get_child()})
         return docs
@@ -602,11 +611,14 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         )
         if not confirmed:
             self.refresh_lexical_index()
+            meanwhile = self._written_meanwhile()
             lexical = await loop.run_in_executor(None, self._lexical_run, original)
             docs, found = await self._arecall(
                 decomposition, plan, vectors, lexical, k, copies=False, keep=keep
             )
-            docs = await loop.run_in_executor(None, _search.settle, self._store, docs, found)
+            docs = await loop.run_in_executor(
+                None, _search.settle, self._store, docs, found, meanwhile
+            )
         data = _event_data(docs, decomposition, plan, found)
         config = {"callbacks": run_manager.get_child()}
         await adispatch_custom_event(RECALL_B_EVENT, data, config=config)  # type: ignore[arg-type]

@@ -92,23 +92,44 @@ class LexicalSync:
         self._checking = threading.Lock()
         """Held while a periodic check runs on its thread."""
         self._version = 0
+        self._underway: set[str] = set()
+        """Ids marked pending by this process whose index write has not come yet."""
         self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}
+
+    @property
+    def version(self) -> int:
+        """How many writes reached the index through this object (it only grows)."""
+        return self._version
+
+    def written_since(self, version: int, ids: Sequence[str]) -> bool:
+        """Whether a write reached the index since ``version``, or one of ``ids`` is under way.
+
+        An id under way is marked pending: its vector-store write or delete has begun.
+        """
+        if self._version != version or not self._underway.isdisjoint(ids):
+            return True
+        return not self.index.pending().isdisjoint(ids)
 
     # -- writes -------------------------------------------------------------------
 
     def mark_pending(self, ids: Sequence[str]) -> None:
         """Record the ids a vector-store write is about to touch (before it)."""
+        self._underway.update(ids)
         self._guarded(lambda: self.index.mark_pending(ids))
 
     def upsert(self, documents: Sequence[Document]) -> None:
         """Add or replace these documents in the index (after the vector-store write)."""
         self._guarded(lambda: self.index.upsert(documents))
-        self._version += 1
+        self._written([doc.id for doc in documents if doc.id is not None])
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove these documents from the index (after the vector-store delete)."""
         self._guarded(lambda: self.index.delete(ids))
-        self._version += 1
+        self._written(ids)
+
+    def _written(self, ids: Sequence[str]) -> None:
+        self._version += 1  # first: a reader never sees neither the new version nor the ids
+        self._underway.difference_update(ids)
 
     def reindex(self) -> int:
         """Rebuild the whole index from the vector store; returns how many documents it holds."""
