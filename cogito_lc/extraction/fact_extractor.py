@@ -198,8 +198,9 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
 
     The prompt given to the builder or ``from_llm`` wins over the ``fact_extraction``
     prompt of the registry, which is the built-in one unless overridden. At most
-    ``max_facts`` facts are returned; entries with an unknown kind or no content are
-    dropped and logged; empty text returns ``[]`` without calling the model; an
+    ``max_facts`` facts are returned, a repeat of an earlier fact not counted among
+    them; entries with an unknown kind or no content are dropped and logged; empty
+    text returns ``[]`` without calling the model; an
     unparseable reply, or one whose items were all dropped, returns ``[]`` as
     ``parse_error`` with a logged warning; a model call that fails in any way, or does
     not answer within ``timeout``, returns ``[]`` as ``error`` with a logged warning
@@ -494,7 +495,7 @@ class FactListOutputParser(BaseOutputParser[list[Fact]]):
             items, _ = decode_items(text)
         except JsonExtractionError as exc:
             raise OutputParserException(str(exc), llm_output=text) from exc
-        facts, errors = validate_items(items, Fact)
+        facts, errors = validate_items(items, Fact, distinct=True)
         if items and not facts:
             msg = f"none of the {len(items)} items of the reply is a valid Fact: {errors[0][1]}"
             raise OutputParserException(msg, llm_output=text)

@@ -186,8 +186,9 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
 
     Input is a string (bound to the prompt variable ``input_key``) or a dict of
     prompt variables. Output is an ``O`` or ``None``, or a ``list[O]`` when
-    ``many=True``. Parse failures never raise; model failures raise only with
-    ``raise_on_error=True``. Use :meth:`invoke_with_result` to learn how a run went.
+    ``many=True`` (an item equal to an earlier one is left out). Parse failures
+    never raise; model failures raise only with ``raise_on_error=True``. Use
+    :meth:`invoke_with_result` to learn how a run went.
 
     ``LlmExtractor[Person](llm=..., prompt=...)`` takes ``output`` from the type
     parameter, and the output schema (:meth:`get_output_jsonschema`) is the one of
@@ -490,7 +491,7 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
             items = self._items(reply)
         except JsonExtractionError as exc:
             return self._parse_error(raw, exc)
-        values, errors = validate_items(items, self.output)
+        values, errors = validate_items(items, self.output, distinct=True)
         self._log_dropped(items, errors)
         if items and not values:
             msg = f"none of the {len(items)} items of the reply is a valid {self.output.__name__}"
@@ -687,13 +688,15 @@ def _holds_objects(value: Any) -> bool:
 
 
 def validate_items(
-    items: list[Any], output: type[P]
+    items: list[Any], output: type[P], *, distinct: bool = False
 ) -> tuple[list[P], list[tuple[int, ValidationError]]]:
     """Validate each item as ``output``, keeping the valid ones.
 
     Args:
         items: Decoded JSON items.
         output: Pydantic model of one item.
+        distinct: Keep only the first of items that validate equal (a model that
+            repeats itself), so repeats take no place under a cap on the items.
 
     Returns:
         The valid items in order, and the index and error of each dropped one.
@@ -702,9 +705,12 @@ def validate_items(
     errors: list[tuple[int, ValidationError]] = []
     for index, item in enumerate(items):
         try:
-            values.append(output.model_validate(item))
-        except ValidationError as exc:  # noqa: PERF203
+            value = output.model_validate(item)
+        except ValidationError as exc:
             errors.append((index, exc))
+            continue
+        if not (distinct and value in values):
+            values.append(value)
     return values, errors
 
 

@@ -376,6 +376,26 @@ def test_unknown_kinds_and_missing_content_are_dropped(caplog: pytest.LogCapture
     assert len(dropped_logs) == 3
 
 
+def test_a_repeated_fact_does_not_count_towards_max_facts() -> None:
+    tokens = ("Tokens expire after 3600 s.", "rule", 0.9)
+    reply = facts_json(tokens, tokens, tokens, ("Deploys freeze on Fridays.", "rule", 0.8))
+    extractor = FactExtractor.from_llm(ScriptedChatModel(replies=[reply]))
+
+    facts = extractor.invoke(FactExtractionInput(text="t", max_facts=2))
+
+    assert [fact.content for fact in facts] == [tokens[0], "Deploys freeze on Fridays."]
+    parsed = FactListOutputParser(max_facts=2).parse(reply)
+    assert [fact.content for fact in parsed] == [tokens[0], "Deploys freeze on Fridays."]
+
+
+def test_a_fact_repeated_with_another_kind_is_kept() -> None:
+    reply = facts_json(
+        ("Deploys freeze on Fridays.", "rule", 0.8), ("Deploys freeze on Fridays.", "decision", 0.8)
+    )
+    facts = FactExtractor.from_llm(ScriptedChatModel(replies=[reply])).invoke("t")
+    assert [fact.kind.value for fact in facts] == ["rule", "decision"]
+
+
 def test_dropped_entries_do_not_count_towards_max_facts() -> None:
     reply = json.dumps(
         [
