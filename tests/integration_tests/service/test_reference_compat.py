@@ -144,7 +144,8 @@ def test_reference_quickstart_runs_unchanged(
         stored = client.post("/store", json=STORE_BODY)
         assert stored.status_code == 200
         assert stored.json()["text"] == STORE_BODY["text"]
-        assert set(stored.json()) == {"id", "text"}
+        assert set(stored.json()) == {"id", "text", "created"}  # the reference's, and one more
+        assert stored.json()["created"] is True
 
     status, answer = _curl(_on(service, QUICKSTART_CURL))
     assert status == 200
