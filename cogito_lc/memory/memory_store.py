@@ -1239,16 +1239,12 @@ class MemoryStore:
         check_query(text, name="text")
         check_positive_int(k, name="k")
         target = as_scope(scope, self.scope)
-        if target:
-            check_filterable(self.vectorstore, "search(scope=...)")
         when = None if as_of is None else check_as_of(as_of)
         keep = version_filter(as_of=when, include_superseded=include_superseded)
-        found = self._versioned_search(text, k, target.where(), keep)
+        found = self._scope_search(text, k, target, keep)
         if when is not None and not found:
             self.check_as_of(when, scope=target)
-        if threshold is None:
-            return found
-        return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+        return found if threshold is None else _scoring_at_least(found, threshold)
 
     def check_as_of(self, as_of: datetime | str, *, scope: ScopeLike = None) -> datetime:
         """Parse an ``as_of`` time for a read of the scope, refusing one no memory reaches.
@@ -1278,11 +1274,21 @@ class MemoryStore:
         ``vector`` is ``text``'s, embedded beforehand (``StoreAdapter.query_vector``),
         so a search under :meth:`exclusive` does not call the model; None embeds here.
         """
+        keep = version_filter(include_superseded=False)
+        return _scoring_at_least(self._scope_search(text, 1, scope, keep, vector), threshold)
+
+    def _scope_search(
+        self,
+        text: str,
+        k: int,
+        scope: Scope,
+        keep: Callable[[Mapping[str, Any]], bool] | None,
+        vector: Sequence[float] | None = None,
+    ) -> builtins.list[ScoredDocument]:
+        """:meth:`_versioned_search` in ``scope``, refused on a store that cannot filter."""
         if scope:
             check_filterable(self.vectorstore, "search(scope=...)")
-        keep = version_filter(include_superseded=False)
-        found = self._versioned_search(text, 1, scope.where(), keep, vector)
-        return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
+        return self._versioned_search(text, k, scope.where(), keep, vector)
 
     def _versioned_search(
         self,
@@ -1888,6 +1894,11 @@ def _not_before(doc: Document, replaced: Sequence[Document]) -> None:
             doc.metadata.get("created_at"),
         )
         doc.metadata["created_at"] = latest
+
+
+def _scoring_at_least(found: list[ScoredDocument], threshold: float) -> list[ScoredDocument]:
+    """The pairs of ``found`` scoring ``threshold`` or more (no finite score counts as 0.0)."""
+    return [(doc, score) for doc, score in found if (score or 0.0) >= threshold]
 
 
 def _current_version(doc: Document, scope: Scope) -> Document:
