@@ -535,6 +535,23 @@ class MemoryStore:
         Every item is validated before anything is written, so a bad item
         means no partial write. ``Document`` items keep their id and metadata.
         """
+        return [
+            doc_id
+            for doc_id, _ in self.store_many_created(items, scope=scope, batch_size=batch_size)
+        ]
+
+    def store_many_created(
+        self,
+        items: Iterable[str | Document],
+        *,
+        scope: ScopeLike = None,
+        batch_size: int | None = None,
+    ) -> list[tuple[str, bool]]:
+        """:meth:`store_many`, and whether this call wrote each item's memory.
+
+        False for an item whose memory was stored already, or written for an
+        earlier item of the call (the same text, or the same id and text).
+        """
         target = as_scope(scope, self.scope)
         prepared = [
             self._prepare(item.page_content, item.id, item.metadata, target)
@@ -546,7 +563,8 @@ class MemoryStore:
         stored: list[Document] = []
         for start in range(0, len(prepared), size):
             stored.extend(self._write(prepared[start : start + size]))
-        return [doc.id or "" for doc in stored]
+        # _write gives back the document it was handed only when it wrote that one
+        return [(doc.id or "", doc is own) for doc, own in zip(stored, prepared, strict=True)]
 
     def add(
         self,

@@ -109,13 +109,8 @@ def _holds_other(memory: Any, found: Document, text: str) -> bool:
     return not memory.scope.contains(found.metadata) or found.page_content != text
 
 
-def _admit(
-    items: list[PendingStore],
-) -> tuple[list[int], dict[int, Exception], dict[str, Document]]:
-    """Indexes that may be written, a 409 each for the others, and who holds the explicit ids.
-
-    An explicit id held by another memory (another scope, or other text) is a 409.
-    """
+def _admit(items: list[PendingStore]) -> tuple[list[int], dict[int, Exception]]:
+    """Indexes that may be written, and a 409 for each explicit id held by another memory."""
     explicit = list(dict.fromkeys(item.memory_id for item in items if item.memory_id is not None))
     memory = items[0].memory
     held = {doc.id: doc for doc in memory.vectorstore.get_by_ids(explicit)} if explicit else {}
@@ -132,17 +127,7 @@ def _admit(
                 continue
             claimed[key] = item.text
         admitted.append(index)
-    return admitted, errors, held
-
-
-def _stored_before(
-    memory: Any, items: list[PendingStore], first: dict[str, int], held: dict[str, Document]
-) -> set[str]:
-    """The keys of ``first`` whose memory is stored already (read before the write)."""
-    derived = [key for key, index in first.items() if items[index].memory_id is None]
-    copies = memory.stored_copies([items[first[key]].text for key in derived]) if derived else []
-    known = {key for key, copy in zip(derived, copies, strict=True) if copy is not None}
-    return known | {key for key in first if items[first[key]].memory_id is not None and key in held}
+    return admitted, errors
 
 
 def _store_scope(items: list[PendingStore]) -> list[StoredMemory | Exception]:
@@ -152,14 +137,13 @@ def _store_scope(items: list[PendingStore]) -> list[StoredMemory | Exception]:
     without one) are written once and all get that memory back; only the first
     of them is ``created``, and none when the memory was stored before.
     """
-    admitted, errors, held = _admit(items)
+    admitted, errors = _admit(items)
     results: dict[int, StoredMemory | Exception] = dict(errors)
     memory = items[0].memory
     keys = {i: items[i].memory_id or memory_id(items[i].text, memory.scope) for i in admitted}
     first: dict[str, int] = {}
     for index, key in keys.items():
         first.setdefault(key, index)
-    known = _stored_before(memory, items, first, held)
     documents = [
         Document(
             page_content=items[i].text,
@@ -169,13 +153,15 @@ def _store_scope(items: list[PendingStore]) -> list[StoredMemory | Exception]:
         for i in first.values()
     ]
     # the ids written: a text whose own id an edited memory holds goes to its next id
-    written = dict(zip(first, memory.store_many(documents), strict=True)) if documents else {}
+    outcome = memory.store_many_created(documents) if documents else []
+    written = {key: doc_id for key, (doc_id, _) in zip(first, outcome, strict=True)}
+    created = {key for key, (_, new) in zip(first, outcome, strict=True) if new}
     found = memory.vectorstore.get_by_ids(list(written.values())) if written else []
     stored = {doc.id: doc for doc in found}
     for index, key in keys.items():
         doc_id = written[key]
         document = stored.get(doc_id) or Document(items[first[key]].text, id=doc_id)
-        results[index] = StoredMemory(document, index == first[key] and key not in known)
+        results[index] = StoredMemory(document, index == first[key] and key in created)
     return [results[i] for i in range(len(items))]
 
 

@@ -285,7 +285,7 @@ def test_blocking_work_runs_off_the_event_loop(
     client: TestClient, memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real_store, real_count = memory.store_many, memory.count
+    real_store, real_count = memory.store_many_created, memory.count
 
     def on_loop() -> bool:
         try:
@@ -302,7 +302,7 @@ def test_blocking_work_runs_off_the_event_loop(
         seen.append(on_loop())
         return real_count(*args, **kwargs)
 
-    monkeypatch.setattr(memory, "store_many", store)
+    monkeypatch.setattr(memory, "store_many_created", store)
     monkeypatch.setattr(memory, "count", count)
     assert client.post("/store", json={"text": "Off the loop."}).status_code == 200
     assert client.get("/memories").status_code == 200
