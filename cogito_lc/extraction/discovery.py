@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 from cogito_lc._core.structured_output import StructuredOutputMode
 
-__all__ = ["NEEDS", "FoundModel", "find_chat_model"]
+__all__ = ["NEEDS", "FoundModel", "find_chat_model", "max_tokens_body"]
 
 NEEDS = (
     "no language model is reachable: run Ollama on its default port with a model "
@@ -85,9 +85,6 @@ def _openai_compatible(max_tokens: int, timeout: float) -> FoundModel | None:
     except ImportError:
         return None
     key = os.environ.get("COGITO_FILTER_TOKEN") or os.environ.get("OPENAI_API_KEY") or "unused"
-    # langchain-openai sends max_completion_tokens; local servers such as
-    # llama-cpp-python only honour max_tokens, so send that as well.
-    is_openai = urlparse(base_url).hostname == "api.openai.com"
     llm = ChatOpenAI(
         model=model,
         base_url=base_url,
@@ -95,7 +92,7 @@ def _openai_compatible(max_tokens: int, timeout: float) -> FoundModel | None:
         temperature=0,
         max_tokens=max_tokens,
         timeout=120.0,
-        extra_body=None if is_openai else {"max_tokens": max_tokens},
+        extra_body=max_tokens_body(base_url, max_tokens),
     )
     return FoundModel(llm, f"{model} at {base_url}", _mode())
 
@@ -113,3 +110,15 @@ def find_chat_model(*, max_tokens: int = 1024, timeout: float = 2.0) -> FoundMod
         ```
     """
     return _ollama(max_tokens, timeout) or _openai_compatible(max_tokens, timeout)
+
+
+def max_tokens_body(base_url: str | None, max_tokens: int) -> dict[str, int] | None:
+    """``max_tokens`` for the request body of an OpenAI-compatible server other than OpenAI.
+
+    langchain-openai sends the cap as ``max_completion_tokens``, which servers such as
+    llama-cpp-python ignore; they read ``max_tokens``. None for OpenAI itself (no
+    ``base_url``, or api.openai.com), which takes the first.
+    """
+    if not base_url or urlparse(base_url).hostname == "api.openai.com":
+        return None
+    return {"max_tokens": max_tokens}

@@ -38,7 +38,6 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
@@ -189,6 +188,8 @@ def chat_model_from_settings(
             ),
         )
     module = _import("langchain_openai", f"{key}={value!r}")
+    from cogito_lc.extraction.discovery import max_tokens_body
+
     return cast(
         "BaseChatModel",
         module.ChatOpenAI(
@@ -198,21 +199,9 @@ def chat_model_from_settings(
             timeout=_timeout_seconds(settings),
             max_retries=0,
             max_tokens=settings.llm_max_tokens,
-            extra_body=_max_tokens_body(settings),
+            extra_body=max_tokens_body(settings.filter_endpoint, settings.llm_max_tokens),
         ),
     )
-
-
-def _max_tokens_body(settings: CogitoSettings) -> dict[str, Any] | None:
-    """``max_tokens`` in the request body for an OpenAI-compatible server other than OpenAI.
-
-    langchain-openai sends the cap as ``max_completion_tokens``, which servers such as
-    llama-cpp-python ignore; they read ``max_tokens``.
-    """
-    endpoint = settings.filter_endpoint
-    if not endpoint or urlparse(endpoint).hostname == "api.openai.com":
-        return None
-    return {"max_tokens": settings.llm_max_tokens}
 
 
 def judge_from_settings(
