@@ -19,7 +19,7 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.blas import one_blas_thread
 from cogito_lc._core.filters import where_predicate
-from cogito_lc.stores._dimension import checked_embeddings
+from cogito_lc.stores._dimension import StoredVector, checked_embeddings
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -455,16 +455,22 @@ def _documents(raw: Any) -> list[Document]:
 
 
 def with_fitting_model(store: Any, embeddings: Any, holder: str) -> Any:
-    """``store`` (a ``Chroma``), using ``embeddings`` checked against its stored vectors' size.
+    """``store`` (a ``Chroma``), using ``embeddings`` checked against its stored vectors.
 
-    A collection holding no vector yet takes any model. Embeddings built on their
-    first use are checked then (see :func:`~cogito_lc.stores._dimension.checked_embeddings`).
+    The model must give vectors of their size, and embed a stored memory's text
+    as it was embedded. A collection holding no vector yet takes any model.
+    Embeddings built on their first use are checked then (see
+    :func:`~cogito_lc.stores._dimension.checked_embeddings`).
 
     Raises:
-        ValueError: If the collection holds vectors of another size than the model's.
+        ValueError: If the collection holds vectors of another size than the model's,
+            or made by another model.
     """
-    held = store._collection.get(limit=1, include=["embeddings"])["embeddings"]
-    if held is None or len(held) == 0:
+    held = store._collection.get(limit=1, include=["embeddings", "documents"])
+    vectors = held["embeddings"]
+    if vectors is None or len(vectors) == 0:
         return store
-    store._embedding_function = checked_embeddings(embeddings, len(held[0]), holder)
+    vector = [float(x) for x in vectors[0]]
+    sample = StoredVector((held["documents"] or [None])[0] or "", vector)
+    store._embedding_function = checked_embeddings(embeddings, len(vector), holder, sample)
     return store

@@ -42,7 +42,12 @@ from cogito_lc._core.filters import split_values
 from cogito_lc._core.metadata import SCOPE_KEYS
 from cogito_lc._core.timestamps import parse_timestamp
 from cogito_lc._core.where_sql import where_sql
-from cogito_lc.stores._dimension import checked_embeddings, dimension_mismatch, probe_dimension
+from cogito_lc.stores._dimension import (
+    StoredVector,
+    checked_embeddings,
+    dimension_mismatch,
+    probe_dimension,
+)
 from cogito_lc.stores.base import (
     BatchedSearchAdapter,
     Run,
@@ -607,6 +612,18 @@ def _held_dimension(database: PostgresDatabase, table: str) -> int | None:
     return int(row[0]) if row is not None and int(row[0]) > 0 else None
 
 
+def _sample(database: PostgresDatabase, table: str) -> StoredVector | None:
+    """One stored memory's text and vector (None: the table holds none)."""
+    with database.connection() as conn:
+        row = conn.execute(
+            f"SELECT content, embedding::text FROM {_quote(table)} "  # noqa: S608 - quoted name
+            "WHERE embedding IS NOT NULL LIMIT 1"
+        ).fetchone()
+    if row is None:
+        return None
+    return StoredVector(str(row[0]), [float(x) for x in str(row[1]).strip("[]").split(",")])
+
+
 def _write_text_index_directly(database: PostgresDatabase, table: str) -> None:
     """Turn the text index's pending list off where an earlier release left it on.
 
@@ -670,8 +687,9 @@ def open_postgres_store(
     Raises:
         DatabaseSetupError: If the database cannot be used (see
             :class:`PostgresDatabase`).
-        ValueError: If the table holds vectors of another size than the model's
-            (for embeddings built on first use, raised by each use of the store instead).
+        ValueError: If the table holds vectors of another size than the model's, or
+            made by another model (for embeddings built on first use, raised by each
+            use of the store instead).
     """
     from langchain_postgres import PGEngine, PGVectorStore
 
@@ -687,7 +705,8 @@ def open_postgres_store(
             raise ValueError(dimension_mismatch(holder, made, probed))
     else:
         database.migrate(f"memories:{collection}", _memories_steps(collection, held))
-        embeddings = checked_embeddings(embeddings, held, holder)
+        sample = _sample(database, collection)
+        embeddings = checked_embeddings(embeddings, held, holder, sample)
     _write_text_index_directly(database, collection)
     with database.transaction() as conn:
         conn.execute("SET LOCAL statement_timeout = 0")  # a rebuild reads the whole table

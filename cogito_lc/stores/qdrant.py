@@ -32,7 +32,7 @@ from langchain_core.vectorstores import VectorStore
 from cogito_lc._core.extras import require_extra
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.metadata import SCOPE_KEYS
-from cogito_lc.stores._dimension import checked_embeddings, probe_dimension
+from cogito_lc.stores._dimension import StoredVector, checked_embeddings, probe_dimension
 from cogito_lc.stores._qdrant_filters import QdrantFilter, where_to_qdrant
 from cogito_lc.stores._qdrant_local import Ranked, local_count, local_nearest, prepare
 from cogito_lc.stores.base import (
@@ -67,6 +67,8 @@ SEQ_KEY = "seq"
 """The payload key ordering documents by insertion (nanoseconds, unique per process)."""
 _ID_NAMESPACE = uuid.UUID("5a0f2d4e-8c3b-4f6a-9d1e-c0917e5f1b2a")
 _PAGE = 1_000
+_CONTENT_KEY = "page_content"
+"""Where the stores opened here keep a memory's text (``QdrantVectorStore``'s default)."""
 _FACET_LIMIT = 1_000_000
 """Distinct values a facet may return (every scope, for the totals)."""
 
@@ -416,14 +418,24 @@ def _highest_seq(client: QdrantClient, collection: str) -> int:
 
 
 def _check_dimension(client: QdrantClient, collection: str, embeddings: Embeddings) -> Embeddings:
-    """Check the model's dimension against the collection's: now, or by the embeddings returned."""
+    """Check the model against the collection's vectors: now, or by the embeddings returned."""
     from qdrant_client import models
 
     vectors = client.get_collection(collection).config.params.vectors
     if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
         return embeddings  # not made here: langchain-qdrant checks it, with the model
     holder = f"the Qdrant collection {collection!r}"
-    return checked_embeddings(embeddings, vectors.size, holder)
+    return checked_embeddings(embeddings, vectors.size, holder, _sample(client, collection))
+
+
+def _sample(client: QdrantClient, collection: str) -> StoredVector | None:
+    """One stored memory's text and vector (None: the collection holds none)."""
+    points, _ = client.scroll(collection, limit=1, with_payload=[_CONTENT_KEY], with_vectors=True)
+    if not points or not isinstance(points[0].vector, list):
+        return None
+    text = (points[0].payload or {}).get(_CONTENT_KEY)
+    vector = [float(x) for x in points[0].vector if isinstance(x, (int, float))]
+    return StoredVector(text, vector) if isinstance(text, str) else None
 
 
 def _filter_key(where: Mapping[str, Any] | None, payload_key: str) -> str | None:

@@ -353,6 +353,27 @@ def test_a_lazy_model_is_checked_against_an_existing_table_on_first_use(
         _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=12))
 
 
+def test_a_replica_with_another_model_of_the_same_size_is_refused(
+    pg_url: str, pg_collection: str
+) -> None:
+    from cogito_lc.bench.hash_embeddings import HashEmbeddings
+    from cogito_lc.embeddings import LazyEmbeddings
+
+    first = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
+    first.store("Deploys freeze on Fridays.")
+
+    with pytest.raises(ValueError, match=r"another embedding model of the same size.*cosine"):
+        _memory(pg_url, pg_collection, HashEmbeddings(size=8))
+    misfit = _memory(pg_url, pg_collection, LazyEmbeddings(lambda: HashEmbeddings(size=8)))
+    with pytest.raises(ValueError, match="another embedding model of the same size"):
+        misfit.store("never stored")
+    again = _memory(pg_url, pg_collection, DeterministicFakeEmbedding(size=8))
+    assert [doc.page_content for doc, _ in again.search("Fridays", k=1)] == [
+        "Deploys freeze on Fridays."
+    ]
+    assert again.count() == 1
+
+
 def test_a_text_index_of_an_older_release_stops_deferring_its_writes(
     pg_url: str, pg_collection: str
 ) -> None:

@@ -689,6 +689,33 @@ def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
     assert len(same.get()["ids"]) == 2
 
 
+def test_a_collection_made_with_another_model_of_the_same_size_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    from langchain_chroma import Chroma
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc.bench.hash_embeddings import HashEmbeddings
+    from cogito_lc.embeddings import LazyEmbeddings
+    from cogito_lc.service.models import vectorstore_from_settings
+
+    settings = CogitoSettings(store_path=tmp_path / "store", collection="notes")
+    earlier = Chroma(
+        "notes", DeterministicFakeEmbedding(size=8), persist_directory=str(tmp_path / "store")
+    )
+    earlier.add_texts(["Auth tokens expire after 3600 seconds."])
+
+    with pytest.raises(ConfigError, match=r"another embedding model of the same size.*cosine"):
+        vectorstore_from_settings(settings, HashEmbeddings(size=8))
+    lazy = LazyEmbeddings(lambda: HashEmbeddings(size=8))
+    misfit = vectorstore_from_settings(settings, lazy)
+    with pytest.raises(ValueError, match="another embedding model of the same size"):
+        misfit.add_texts(["never stored"])
+    same = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=8))
+    same.add_texts(["Deploys freeze on Fridays."])
+    assert len(same.get()["ids"]) == 2
+
+
 def test_openai_model_without_an_endpoint_or_a_key_says_what_to_set(
     places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

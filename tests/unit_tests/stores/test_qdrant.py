@@ -142,6 +142,21 @@ def test_open_qdrant_store_rejects_two_locations_and_another_dimension(tmp_path:
     client.close()
 
 
+def test_another_model_of_the_same_size_is_refused(tmp_path: Any) -> None:
+    from cogito_lc.bench.hash_embeddings import HashEmbeddings
+
+    store = open_qdrant_store(EMBEDDINGS, path=tmp_path / "q")
+    client = store.client  # type: ignore[attr-defined]
+    open_qdrant_store(HashEmbeddings(size=16), client=client)  # nothing stored: any model
+    store.add_texts(["billing runs on port 8083"], ids=["m1"])
+
+    with pytest.raises(ValueError, match=r"another embedding model of the same size.*cosine"):
+        open_qdrant_store(HashEmbeddings(size=16), client=client)
+    reopened = open_qdrant_store(DeterministicFakeEmbedding(size=16), client=client)
+    assert [doc.id for doc in reopened.similarity_search("billing port", k=1)] == ["m1"]
+    client.close()
+
+
 def test_a_lazy_model_is_checked_against_an_existing_collection_on_first_use(
     tmp_path: Any,
 ) -> None:
