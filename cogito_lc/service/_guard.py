@@ -10,6 +10,7 @@ concurrency limit gets 503 with ``Retry-After`` instead of queueing without boun
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import math
@@ -40,8 +41,10 @@ __all__ = [
     "content_type_problem",
     "json_too_deep",
     "jsonrpc_error_body",
+    "loopback_address",
     "method_not_allowed_handler",
     "read_body",
+    "remote_address",
     "replaying",
     "same_secret",
     "token_matches",
@@ -358,14 +361,23 @@ class LoopbackHostMiddleware:
     the browser then sends the page's name as ``Host``, which this refuses. A
     request without ``Host`` (HTTP/1.0) comes from no browser and passes.
 
+    With ``loopback_only`` (a server without a token), a request whose connection
+    was not made over loopback gets 403, whatever its ``Host`` says: the local
+    address it arrived on (ASGI ``server``) and the peer's (``client``) must both be
+    loopback addresses (see :func:`loopback_address`). This holds however the app
+    is served, such as ``uvicorn --factory ... --host 0.0.0.0``.
+
     A request to :data:`JSONRPC_PATHS` sent by a web page whose ``Origin`` is not
     on such a host gets 403 (a JSON-RPC error): a page elsewhere may not call the
     MCP tools through its visitor's browser. A request without ``Origin`` passes.
     """
 
-    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, *, allowed_hosts: Iterable[str] = (), loopback_only: bool = False
+    ) -> None:
         self.app = app
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+        self.loopback_only = loopback_only
 
     def _allowed(self, host: str | None) -> bool:
         if host is None:
@@ -380,15 +392,24 @@ class LoopbackHostMiddleware:
         return scheme.lower() in {"http", "https"} and "/" not in host and self._allowed(host)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the ``Host`` header (and ``Origin`` for ``/mcp``), then pass the request on."""
+        """Check the connection, the ``Host`` header (and ``Origin`` for ``/mcp``), then pass on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        remote = remote_address(scope) if self.loopback_only else None
+        if remote is not None:
+            detail = (
+                f"this server has no API token and answers only connections over loopback, "
+                f"not one through {remote}: set COGITO_API_TOKEN (api_token) to serve other "
+                "machines, or connect to 127.0.0.1 from this one"
+            )
+            await _send_json(send, 403, detail, scope=scope)
             return
         host = _header(scope, b"host")
         if not self._allowed(host):
             detail = (
-                f"this server is bound to loopback and answers only requests for a loopback "
-                f"host, not {host_name(host or '')!r}: reach it as 127.0.0.1, or add the name to "
+                f"the Host header names {host_name(host or '')!r}, which is not a loopback "
+                "host: reach this server as 127.0.0.1 or localhost, or add the name to "
                 "allowed_hosts (COGITO_ALLOWED_HOSTS) when a proxy forwards it"
             )
             await _send_json(send, 421, detail, scope=scope)
@@ -396,13 +417,60 @@ class LoopbackHostMiddleware:
         origin = _header(scope, b"origin")
         if scope.get("path") in JSONRPC_PATHS and not self._allowed_origin(origin):
             detail = (
-                f"this server is bound to loopback and answers /mcp only from pages on a "
-                f"loopback host, not Origin {origin!r}: call it from outside a browser, or add "
-                "the page's host name to allowed_hosts (COGITO_ALLOWED_HOSTS)"
+                f"/mcp answers only pages on a loopback host, not Origin {origin!r}: call it "
+                "from outside a browser, or add the page's host name to allowed_hosts "
+                "(COGITO_ALLOWED_HOSTS)"
             )
             await _send_json(send, 403, detail, scope=scope)
             return
         await self.app(scope, receive, send)
+
+
+def remote_address(scope: Scope) -> str | None:
+    """The socket address of a connection not made over loopback, or None.
+
+    Both ends are checked: the local address the connection arrived on (ASGI
+    ``server``) and the peer's (``client``). An end the server does not report
+    (a Unix socket), or reports as a name rather than an IP address (an
+    in-process transport such as a test client), is no network socket and passes.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import remote_address
+
+        local = {"server": ("127.0.0.1", 19420), "client": ("127.0.0.1", 50000)}
+        assert remote_address(local) is None
+        lan = {"server": ("192.168.1.20", 19420), "client": ("192.168.1.7", 50000)}
+        assert remote_address(lan) == "192.168.1.20:19420"
+        ```
+    """
+    for end in ("server", "client"):
+        address = scope.get(end)
+        if address and not loopback_address(str(address[0])):
+            host = f"[{address[0]}]" if ":" in str(address[0]) else address[0]
+            return f"{host}:{address[1]}"
+    return None
+
+
+def loopback_address(address: str) -> bool:
+    """Whether a socket address is loopback (IPv4 in IPv6 too); a name that is no IP passes.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import loopback_address
+
+        assert loopback_address("::ffff:127.0.0.1")  # an IPv4 connection to a dual-stack socket
+        assert not loopback_address("192.0.2.2")
+        assert loopback_address("testserver")  # not a network socket's address
+        ```
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
 
 
 def host_name(host: str) -> str:

@@ -863,7 +863,14 @@ def create_app(
             command wants, where most requests embed nothing.
 
     Returns:
-        The app, ready for any ASGI server (``serve`` runs it with uvicorn).
+        The app, ready for any ASGI server (``serve`` runs it with uvicorn, and
+        ``uvicorn --factory cogito_lc.service.server:create_app`` serves it as well).
+        Without ``api_token`` it answers only connections made over loopback, and
+        403 to others, whatever address the server binds.
+
+    Raises:
+        ConfigError: If the settings are refused for the address they bind (see
+            :func:`check_bind`).
 
     Example:
         ```python
@@ -877,6 +884,7 @@ def create_app(
         ```
     """
     settings = settings or load_settings()
+    check_bind(settings)
     service = memory_service(settings, memory, lazy=not warm_up)
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     auth = token is not None
@@ -914,8 +922,10 @@ def create_app(
     if token:
         app.add_middleware(BearerAuthMiddleware, token=token, open_prefixes=ui_prefixes)
     app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
-    if is_loopback(settings.host):
-        app.add_middleware(LoopbackHostMiddleware, allowed_hosts=settings.allowed_hosts)
+    if is_loopback(settings.host):  # always so without a token (check_bind)
+        app.add_middleware(
+            LoopbackHostMiddleware, allowed_hosts=settings.allowed_hosts, loopback_only=not auth
+        )
     return app
 
 

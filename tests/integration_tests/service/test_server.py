@@ -8,7 +8,9 @@ and in time only as a guard against hangs; timings are reported by
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +29,13 @@ from schemathesis.config._checks import NegativeDataRejectionConfig
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from tests.integration_tests.service_process import ServiceProcess, checked_service, start_service
+from tests.integration_tests.service_process import (
+    ServiceProcess,
+    _environment,
+    checked_service,
+    free_port,
+    start_service,
+)
 
 TOKEN = "integration-test-token"  # noqa: S105 - a test value
 LOAD_REQUESTS = 500
@@ -491,6 +499,68 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "COGITO_API_TOKEN" in done.stderr
     assert "0.0.0.0" in done.stderr  # noqa: S104
+
+
+def _network_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("203.0.113.1", 9))
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
+def _factory(tmp_path: Path, host: str, port: int, **settings: str) -> subprocess.Popen[str]:
+    """``uvicorn --factory cogito_lc.service.server:create_app`` bound to ``host``."""
+    env = _environment(tmp_path / "store", port, settings)
+    command = [sys.executable, "-m", "uvicorn", "--factory", "--host", host, "--port", str(port)]
+    return subprocess.Popen(
+        [*command, "--log-level", "warning", "cogito_lc.service.server:create_app"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_the_factory_refuses_a_non_loopback_host_without_a_token(tmp_path: Path) -> None:
+    process = _factory(tmp_path, "127.0.0.1", free_port(), COGITO_HOST="0.0.0.0")  # noqa: S104
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode != 0
+    assert "host='0.0.0.0' is not a loopback address: set COGITO_API_TOKEN" in output
+
+
+def test_the_factory_on_every_address_answers_only_loopback_without_a_token(
+    tmp_path: Path,
+) -> None:
+    address = _network_address()
+    if address is None:
+        pytest.skip("this machine has no network address besides loopback")
+    port = free_port()
+    process = _factory(tmp_path, "0.0.0.0", port)  # noqa: S104 - as a deployment might
+    try:
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while process.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.25)
+        loopback = {"Host": "127.0.0.1"}
+        afar = httpx.post(
+            f"http://{address}:{port}/store", json={"text": "from afar"}, headers=loopback
+        )
+        named = httpx.get(f"http://{address}:{port}/memories")
+        near = httpx.get(f"http://127.0.0.1:{port}/memories")
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert (afar.status_code, named.status_code) == (403, 403), afar.text
+    assert "COGITO_API_TOKEN" in afar.json()["detail"]
+    assert near.status_code == 200
+    assert near.json()["total"] == 0
 
 
 # -- one bad request fails only itself; bad input is a 422, never a 500 -----------------------

@@ -8,6 +8,7 @@ hashing embeddings and an in-memory Chroma store, to reach the failure paths.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -872,6 +873,46 @@ def test_a_server_bound_beyond_loopback_answers_any_host_name(
     with TestClient(app, base_url="http://memory.example.com") as client:
         answer = client.get("/memories", headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 200
+
+
+@pytest.mark.parametrize("token", [None, "short-token"])
+def test_the_app_factory_refuses_what_the_server_script_refuses(
+    tmp_path: Path, memory: MemoryStore, token: str | None
+) -> None:
+    with pytest.warns(UserWarning, match="shorter") if token else contextlib.nullcontext():
+        settings = _settings(tmp_path, host="0.0.0.0", api_token=token)  # noqa: S104
+    with pytest.raises(ConfigError) as by_script:
+        check_bind(settings)
+    with pytest.raises(ConfigError) as by_factory:
+        create_app(settings, memory=memory)
+    assert str(by_factory.value) == str(by_script.value)
+
+
+@pytest.mark.parametrize(
+    ("server", "client"),
+    [(("192.0.2.2", 19420), ("192.0.2.7", 50000)), (("127.0.0.1", 19420), ("192.0.2.7", 50000))],
+)
+def test_without_a_token_a_connection_not_over_loopback_is_refused_whatever_its_host(
+    tmp_path: Path, memory: MemoryStore, server: tuple[str, int], client: tuple[str, int]
+) -> None:
+    app = create_app(_settings(tmp_path), memory=memory)
+    base_url = f"http://{server[0]}:{server[1]}"
+    with TestClient(app, base_url=base_url, client=client) as stranger:
+        loopback = {"Host": "127.0.0.1"}
+        stored = stranger.post("/store", json={"text": "from afar"}, headers=loopback)
+        listed = stranger.get("/memories", headers=loopback)
+    assert (stored.status_code, listed.status_code) == (403, 403)
+    assert "COGITO_API_TOKEN" in listed.json()["detail"]
+    assert memory.count() == 0
+
+
+def test_with_a_token_a_connection_from_afar_is_answered(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path, api_token=f"{TOKEN}-0123456789"), memory=memory)
+    headers = {"Host": "127.0.0.1", "Authorization": f"Bearer {TOKEN}-0123456789"}
+    with TestClient(app, base_url="http://192.0.2.2", client=("192.0.2.7", 50000)) as client:
+        assert client.get("/memories", headers=headers).status_code == 200
 
 
 @pytest.mark.parametrize("name", ["", "memory.internal:8080", "http://memory.internal", "a b"])
