@@ -33,6 +33,7 @@ __all__ = [
     "JSONRPC_PATHS",
     "MAX_JSON_DEPTH",
     "PARSE_ERROR",
+    "STATE_CHANGING",
     "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "ConcurrencyLimitMiddleware",
@@ -70,6 +71,9 @@ JSONRPC_PATHS = frozenset({"/mcp"})
 MAX_JSON_DEPTH = 64
 """Deepest nesting of arrays and objects a JSON body may have (checked before parsing):
 the REST endpoints answer a deeper one 400, the MCP endpoint a JSON-RPC parse error."""
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""Methods of the requests that change something (or spend model calls)."""
 
 MESSAGE_MAX_CHARS = 300
 """Most characters of one field's message in a 422 (messages may quote the input)."""
@@ -369,15 +373,48 @@ class LoopbackHostMiddleware:
 
     A request to :data:`JSONRPC_PATHS` sent by a web page whose ``Origin`` is not
     on such a host gets 403 (a JSON-RPC error): a page elsewhere may not call the
-    MCP tools through its visitor's browser. A request without ``Origin`` passes.
+    MCP tools through its visitor's browser. A request that changes something
+    (:data:`STATE_CHANGING`) anywhere else but under ``csrf_prefixes`` (the
+    inspector, whose forms carry their own CSRF token) gets 403 unless its
+    ``Origin`` is this server itself (the ``Host`` it was sent to) or on one of
+    ``allowed_hosts``: no page, not even one on another loopback port, may store,
+    forget, build or calibrate through its visitor's browser. A request without
+    ``Origin`` (no browser sent it) passes.
     """
 
     def __init__(
-        self, app: ASGIApp, *, allowed_hosts: Iterable[str] = (), loopback_only: bool = False
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: Iterable[str] = (),
+        loopback_only: bool = False,
+        csrf_prefixes: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
         self.loopback_only = loopback_only
+        self.csrf_prefixes = tuple(csrf_prefixes)
+
+    def _origin_refused(self, scope: Scope, origin: str | None, host: str | None) -> bool:
+        """Whether the web page of ``Origin`` may not send this request."""
+        path = scope.get("path", "")
+        if origin is None:
+            return False
+        if path in JSONRPC_PATHS:
+            return not self._allowed_origin(origin)
+        if scope.get("method") not in STATE_CHANGING or any(
+            path == prefix or path.startswith(prefix + "/") for prefix in self.csrf_prefixes
+        ):
+            return False
+        return not self._own_origin(origin, host)
+
+    def _own_origin(self, origin: str, host: str | None) -> bool:
+        """Whether ``Origin`` is the server the request was sent to, or on an allowed host."""
+        scheme, _, origin_host = origin.partition("://")
+        if scheme.lower() not in {"http", "https"} or "/" in origin_host:
+            return False
+        same = host is not None and origin_host.lower() == host.strip().lower()
+        return same or host_name(origin_host) in self.allowed_hosts
 
     def _allowed(self, host: str | None) -> bool:
         if host is None:
@@ -392,7 +429,7 @@ class LoopbackHostMiddleware:
         return scheme.lower() in {"http", "https"} and "/" not in host and self._allowed(host)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the connection, the ``Host`` header (and ``Origin`` for ``/mcp``), then pass on."""
+        """Check the connection, the ``Host`` and the ``Origin`` headers, then pass on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -415,11 +452,12 @@ class LoopbackHostMiddleware:
             await _send_json(send, 421, detail, scope=scope)
             return
         origin = _header(scope, b"origin")
-        if scope.get("path") in JSONRPC_PATHS and not self._allowed_origin(origin):
+        if self._origin_refused(scope, origin, host):
+            pages = "on a loopback host" if scope.get("path") in JSONRPC_PATHS else "of this server"
             detail = (
-                f"/mcp answers only pages on a loopback host, not Origin {origin!r}: call it "
-                "from outside a browser, or add the page's host name to allowed_hosts "
-                "(COGITO_ALLOWED_HOSTS)"
+                f"{scope.get('method')} {scope.get('path')} answers only pages {pages}, not "
+                f"Origin {origin!r}: call it from outside a browser, or add the page's host "
+                "name to allowed_hosts (COGITO_ALLOWED_HOSTS)"
             )
             await _send_json(send, 403, detail, scope=scope)
             return

@@ -215,9 +215,14 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
 
     FastAPI reads a body's class from a parameter annotation; the request classes
     carry the app's text limits, so they are made at run time and declared here.
+    A body that is not ``required`` may be left out, but not sent empty under a
+    ``Content-Type`` other than JSON (422): that is what a web page's form, or a
+    ``fetch`` that needs no preflight, sends.
     """
 
-    async def body_of(body: Any) -> Any:
+    async def body_of(request: Request, body: Any) -> Any:
+        if body is None and not _json_or_none(request.headers.get("content-type")):
+            raise RequestValidationError([{"loc": ("body",), "msg": "", "type": "content_type"}])
         return body
 
     annotation = Annotated[model if required else model | None, Body()]  # type: ignore[valid-type]
@@ -227,8 +232,18 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
         annotation=annotation,
         default=inspect.Parameter.empty if required else None,
     )
-    body_of.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    own = inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)
+    body_of.__signature__ = inspect.Signature([own, parameter])  # type: ignore[attr-defined]
     return Depends(body_of)
+
+
+def _json_or_none(content_type: str | None) -> bool:
+    media_type = (content_type or "").partition(";")[0].strip().lower()
+    return (
+        not media_type
+        or media_type == "application/json"
+        or (media_type.startswith("application/") and media_type.endswith("+json"))
+    )
 
 
 def _declared_query(dependant: Any) -> set[str]:
@@ -924,7 +939,10 @@ def create_app(
     app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
     if is_loopback(settings.host):  # always so without a token (check_bind)
         app.add_middleware(
-            LoopbackHostMiddleware, allowed_hosts=settings.allowed_hosts, loopback_only=not auth
+            LoopbackHostMiddleware,
+            allowed_hosts=settings.allowed_hosts,
+            loopback_only=not auth,
+            csrf_prefixes=ui_prefixes,
         )
     return app
 

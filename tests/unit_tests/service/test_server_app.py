@@ -915,6 +915,54 @@ def test_with_a_token_a_connection_from_afar_is_answered(
         assert client.get("/memories", headers=headers).status_code == 200
 
 
+# What a browser sends for a page elsewhere: a no-cors fetch without a body, and a form.
+NO_CORS_FETCH = {"Origin": "http://localhost:19540"}
+TEXT_FORM = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
+
+
+@pytest.mark.parametrize("path", ["/snapshot/build", "/calibrate", "/store", "/forget"])
+@pytest.mark.parametrize("headers", [NO_CORS_FETCH, TEXT_FORM, {"Origin": "null"}])
+def test_a_page_elsewhere_cannot_change_anything_through_its_visitors_browser(
+    tmp_path: Path, memory: MemoryStore, path: str, headers: dict[str, str]
+) -> None:
+    memory.store("Billing runs on postgres.")
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1:19420") as browser:
+        answer = browser.post(path, headers=headers)
+        deleted = browser.delete(f"/memories/{memory.list()[0].id}", headers=headers)
+        snapshot = browser.get("/snapshot")
+    assert (answer.status_code, deleted.status_code) == (403, 403), answer.text
+    assert "allowed_hosts" in answer.json()["detail"]
+    assert snapshot.status_code == 404  # no snapshot was built
+    assert memory.count() == 1
+
+
+def test_a_form_without_a_body_and_without_an_origin_is_refused(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    memory.store("Billing runs on postgres.")
+    app = create_app(_settings(tmp_path), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1:19420") as client:
+        for content_type in ["text/plain", "application/x-www-form-urlencoded"]:
+            form = client.post("/snapshot/build", headers={"Content-Type": content_type})
+            assert form.status_code == 422
+            assert "Content-Type: application/json" in form.json()["detail"]
+        assert client.get("/snapshot").status_code == 404
+        assert client.post("/snapshot/build").status_code == 200  # no body, no Content-Type
+
+
+def test_the_servers_own_pages_and_clients_without_an_origin_still_write(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path, allowed_hosts=["memory.internal"]), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1:19420") as client:
+        body = {"text": "Billing runs on postgres."}
+        own = client.post("/store", json=body, headers={"Origin": "http://127.0.0.1:19420"})
+        proxied = client.post("/store", json=body, headers={"Origin": "https://memory.internal"})
+        plain = client.post("/snapshot/build", json={})
+    assert (own.status_code, proxied.status_code, plain.status_code) == (200, 200, 200)
+
+
 @pytest.mark.parametrize("name", ["", "memory.internal:8080", "http://memory.internal", "a b"])
 def test_allowed_hosts_must_be_bare_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValidationError, match="allowed_hosts"):
