@@ -132,37 +132,61 @@ async def _send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-def token_matches(header: str | None, expected: bytes) -> bool:
+def token_matches(header: str | bytes | None, expected: bytes) -> bool:
     """Whether an ``Authorization`` header carries the bearer token (constant-time compare).
+
+    The header's bytes are compared as sent: pass the raw header, or a string
+    decoded as Latin-1, as HTTP servers decode headers (it encodes back to the
+    bytes sent). Tokens are ASCII (the settings refuse others), so a header with
+    other bytes never matches.
 
     Example:
         ```python
         from cogito_lc.service._guard import token_matches
 
         assert token_matches("Bearer s3cret", b"s3cret")
+        assert token_matches(b"Bearer  s3cret ", b"s3cret")
         assert not token_matches("Bearer nope", b"s3cret")
         ```
     """
     if not header:
         return False
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer":
+    raw = header if isinstance(header, bytes) else _as_sent(header)
+    scheme, _, given = raw.partition(b" ")
+    if scheme.lower() != b"bearer":
         return False
     return same_secret(given.strip(), expected)
 
 
-def same_secret(given: str | None, expected: bytes | str) -> bool:
-    """Whether ``given`` is the secret ``expected`` (constant-time; empty never matches)."""
+def _as_sent(header: str) -> bytes:
+    """The bytes of a header decoded as Latin-1 (a string beyond it: as UTF-8)."""
+    try:
+        return header.encode("latin-1")
+    except UnicodeEncodeError:
+        return header.encode("utf-8", "surrogateescape")
+
+
+def same_secret(given: str | bytes | None, expected: bytes | str) -> bool:
+    """Whether ``given`` is the secret ``expected`` (constant-time; empty never matches).
+
+    Strings are compared as UTF-8 (a form's fields are decoded from it), bytes as they are.
+    """
     if not given:
         return False
+    sent = given if isinstance(given, bytes) else given.encode("utf-8", "surrogateescape")
     wanted = expected.encode() if isinstance(expected, str) else expected
-    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), wanted)
+    return hmac.compare_digest(sent, wanted)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
+    raw = _raw_header(scope, name)
+    return None if raw is None else raw.decode("latin-1")
+
+
+def _raw_header(scope: Scope, name: bytes) -> bytes | None:
     for key, value in scope.get("headers", []):
         if key.lower() == name:
-            return bytes(value).decode("latin-1")
+            return bytes(value)
     return None
 
 
@@ -351,7 +375,7 @@ class BearerAuthMiddleware:
         if scope["type"] != "http" or self._is_open(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
-        if not token_matches(_header(scope, b"authorization"), self.token):
+        if not token_matches(_raw_header(scope, b"authorization"), self.token):
             await _send_json(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"}, scope=scope)
             return
         await self.app(scope, receive, send)

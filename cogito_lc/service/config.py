@@ -311,7 +311,8 @@ class CogitoSettings(BaseSettings):
     port: int = Field(default=19420, ge=1, le=65535)
     """Server port (``COGITO_PORT``)."""
     api_token: SecretStr | None = None
-    """Bearer token every endpoint but ``/health`` requires when set; never empty (16+ chars)."""
+    """Bearer token every endpoint but ``/health`` requires when set; never empty (16+ chars),
+    printable ASCII without spaces around it (HTTP headers carry ASCII)."""
     allow_short_token: bool = False
     """Serve a non-loopback ``host`` with an ``api_token`` under 16 characters anyway.
 
@@ -499,6 +500,14 @@ class CogitoSettings(BaseSettings):
                 f"{MIN_API_TOKEN_CHARS} characters (python -c 'import secrets; "
                 "print(secrets.token_urlsafe(32))'), or leave it unset to serve "
                 "127.0.0.1 without authentication."
+            )
+            raise ValueError(msg)
+        if token != token.strip() or not all(" " <= char <= "~" for char in token):
+            msg = (
+                "api_token (COGITO_API_TOKEN) must be printable ASCII without spaces around "
+                "it, since HTTP headers carry ASCII: a client could never send this one. "
+                "Use a random token (python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))')."
             )
             raise ValueError(msg)
         if len(token) < MIN_API_TOKEN_CHARS:

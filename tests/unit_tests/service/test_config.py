@@ -6,13 +6,17 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+from langchain_chroma import Chroma
 from pydantic import SecretStr
 
+from cogito_lc import MemoryStore
 from cogito_lc.service.config import (
     CogitoSettings,
     ConfigError,
@@ -22,7 +26,7 @@ from cogito_lc.service.config import (
     split_model_string,
 )
 from cogito_lc.service.models import chat_model_from_settings, embeddings_from_settings
-from cogito_lc.service.server import check_bind
+from cogito_lc.service.server import check_bind, create_app
 
 STRONG_TOKEN = "a-long-enough-random-test-token"  # noqa: S105 - a test value
 
@@ -206,6 +210,36 @@ def test_blank_api_token_given_in_code_is_an_error(places: tuple[Path, Path]) ->
         load_settings(api_token=" ")  # noqa: S106 - a test value
     with pytest.raises(ValueError, match="api_token is empty"):
         CogitoSettings(host="0.0.0.0", api_token="")  # noqa: S104
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["pässwört-Überall-2026-Schlüssel", "  padded-token-0123456789abcd  ", "tab\ttoken-0123456789"],
+)
+def test_a_token_no_header_can_carry_is_an_error(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.setenv("COGITO_API_TOKEN", token)
+    with pytest.raises(ConfigError, match="COGITO_API_TOKEN") as caught:
+        load_settings()
+    assert "printable ASCII without spaces around it" in str(caught.value)
+    assert token.strip() not in str(caught.value)  # the token itself is never shown
+
+
+def test_every_accepted_token_authenticates_the_api_and_the_inspector(
+    places: tuple[Path, Path], chroma: Chroma
+) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "agent"})
+    token = "a token with inner spaces ~!#$%&'*+-.^_`|"  # noqa: S105 - printable ASCII
+    app = create_app(CogitoSettings(api_token=token), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        api = client.get("/memories", headers={"Authorization": f"Bearer {token}"})
+        page = client.get("/ui/login")
+        nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+        assert nonce is not None
+        form = {"nonce": nonce.group(1), "token": token}
+        login = client.post("/ui/login", data=form, follow_redirects=False)
+    assert (api.status_code, login.status_code) == (200, 303)
 
 
 def test_every_accepted_token_makes_the_bind_check_and_the_app_agree(
