@@ -16,6 +16,8 @@ import logging
 import math
 import re
 import sys
+import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
@@ -37,6 +39,7 @@ __all__ = [
     "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "ConcurrencyLimitMiddleware",
+    "LoginLimiter",
     "bearer_dependency",
     "body_problem",
     "content_type_problem",
@@ -353,17 +356,97 @@ def _finite_float(literal: str) -> float:
     return value
 
 
+MAX_FAILED_LOGINS = 10
+"""Wrong tokens (API calls and inspector logins) a client address may send within
+:data:`FAILED_LOGIN_WINDOW_SECONDS`."""
+
+FAILED_LOGIN_WINDOW_SECONDS = 60.0
+"""The window the wrong tokens of an address are counted in."""
+
+MAX_LOGIN_CLIENTS = 4096
+"""Client addresses whose wrong tokens are remembered; the least recent goes first."""
+
+
+class LoginLimiter:
+    """Wrong tokens by client address, in a sliding window: too many and the address waits.
+
+    Example:
+        ```python
+        from cogito_lc.service._guard import LoginLimiter
+
+        limiter = LoginLimiter(max_failures=2, window=60.0)
+        limiter.failed("10.0.0.7")
+        assert limiter.retry_after("10.0.0.7") is None
+        limiter.failed("10.0.0.7")
+        assert 0 < (limiter.retry_after("10.0.0.7") or 0) <= 60
+        assert limiter.retry_after("10.0.0.8") is None
+        ```
+    """
+
+    def __init__(
+        self,
+        max_failures: int = MAX_FAILED_LOGINS,
+        window: float = FAILED_LOGIN_WINDOW_SECONDS,
+        max_clients: int = MAX_LOGIN_CLIENTS,
+    ) -> None:
+        self.max_failures = max_failures
+        self.window = window
+        self.max_clients = max_clients
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def _recent(self, client: str, now: float) -> deque[float] | None:
+        failures = self._failures.get(client)
+        if failures is None:
+            return None
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+        if not failures:
+            del self._failures[client]
+            return None
+        return failures
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds ``client`` must wait before its next try, or None: it may try now."""
+        now = time.monotonic()
+        failures = self._recent(client, now)
+        if failures is None or len(failures) < self.max_failures:
+            return None
+        return max(1, math.ceil(failures[0] + self.window - now))
+
+    def failed(self, client: str) -> None:
+        """Count a wrong token of ``client``."""
+        now = time.monotonic()
+        failures = self._recent(client, now) or deque(maxlen=self.max_failures)
+        failures.append(now)
+        self._failures[client] = failures
+        self._failures.move_to_end(client)
+        while len(self._failures) > self.max_clients:
+            self._failures.popitem(last=False)
+
+
 class BearerAuthMiddleware:
     """Answers 401 to any request outside :data:`OPEN_PATHS` without the right bearer token.
 
     Paths under ``open_prefixes`` (the inspector at ``/ui``, whose pages check their
-    own session cookie) are passed on without a token.
+    own session cookie) are passed on without a token. A wrong token (an
+    ``Authorization`` header that does not match) counts against the client
+    address in ``limiter``; an address over its limit gets 429 with
+    ``Retry-After``, even with the right token, until its oldest wrong token
+    leaves the window.
     """
 
-    def __init__(self, app: ASGIApp, *, token: bytes, open_prefixes: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: bytes,
+        open_prefixes: Iterable[str] = (),
+        limiter: LoginLimiter | None = None,
+    ) -> None:
         self.app = app
         self.token = token
         self.open_prefixes = tuple(open_prefixes)
+        self.limiter = limiter or LoginLimiter()
 
     def _is_open(self, path: str) -> bool:
         return path in OPEN_PATHS or any(
@@ -375,7 +458,17 @@ class BearerAuthMiddleware:
         if scope["type"] != "http" or self._is_open(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
-        if not token_matches(_raw_header(scope, b"authorization"), self.token):
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        wait = self.limiter.retry_after(client)
+        if wait is not None:
+            logger.warning("API requests refused for %ss: too many wrong tokens", wait)
+            detail = f"too many wrong tokens from this address; retry in {wait} s"
+            await _send_json(send, 429, detail, {"Retry-After": str(wait)}, scope=scope)
+            return
+        header = _raw_header(scope, b"authorization")
+        if not token_matches(header, self.token):
+            if header is not None:
+                self.limiter.failed(client)
             await _send_json(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"}, scope=scope)
             return
         await self.app(scope, receive, send)

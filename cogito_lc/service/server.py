@@ -94,6 +94,7 @@ from cogito_lc.service._guard import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
     ConcurrencyLimitMiddleware,
+    LoginLimiter,
     LoopbackHostMiddleware,
     bearer_dependency,
     method_not_allowed_handler,
@@ -798,7 +799,11 @@ def _mount_mcp(app: FastAPI, service: MemoryService, settings: CogitoSettings) -
 
 
 def _mount_ui(
-    app: FastAPI, service: MemoryService, settings: CogitoSettings, token: bytes | None
+    app: FastAPI,
+    service: MemoryService,
+    settings: CogitoSettings,
+    token: bytes | None,
+    logins: LoginLimiter,
 ) -> tuple[str, ...]:
     """Serve the inspector at ``/ui`` (see :mod:`cogito_lc.service.ui`); its path prefixes."""
     try:
@@ -806,7 +811,7 @@ def _mount_ui(
     except ImportError:
         logger.info("jinja2 is not installed (the 'server' extra): no inspector at /ui")
         return ()
-    return (mount_ui(app, service, settings, token),)
+    return (mount_ui(app, service, settings, token, logins),)
 
 
 _NO_NUL = {"pattern": r"\u0000"}
@@ -929,13 +934,16 @@ def create_app(
     app.include_router(health)
     app.include_router(router)
     app.state.mcp_endpoint = _mount_mcp(app, service, settings)  # run by the lifespan
-    ui_prefixes = _mount_ui(app, service, settings, token) if settings.ui else ()
+    logins = LoginLimiter()  # wrong tokens per address, through the API and the inspector
+    ui_prefixes = _mount_ui(app, service, settings, token, logins) if settings.ui else ()
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))
     app.add_exception_handler(Exception, unhandled_error_handler)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if token:
-        app.add_middleware(BearerAuthMiddleware, token=token, open_prefixes=ui_prefixes)
+        app.add_middleware(
+            BearerAuthMiddleware, token=token, open_prefixes=ui_prefixes, limiter=logins
+        )
     app.add_middleware(ConcurrencyLimitMiddleware, max_requests=settings.max_concurrent_requests)
     if is_loopback(settings.host):  # always so without a token (check_bind)
         app.add_middleware(

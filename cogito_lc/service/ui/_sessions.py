@@ -7,35 +7,40 @@ the login named none on a server that lets requests choose their scope: such a
 session may list every scope and switch between them (``all_scopes``). Sessions
 live in the server's memory: a restart logs everyone out.
 
-Failed logins are limited per client address (:class:`LoginLimiter`): after
-:data:`MAX_FAILED_LOGINS` wrong tokens within :data:`FAILED_LOGIN_WINDOW_SECONDS`,
-the address gets 429 until the oldest of them is that old.
+Failed logins are limited per client address (:class:`LoginLimiter`, shared with
+the API's bearer check): after :data:`MAX_FAILED_LOGINS` wrong tokens within
+:data:`FAILED_LOGIN_WINDOW_SECONDS`, the address gets 429 until the oldest of them
+is that old.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
-__all__ = ["LoginLimiter", "Session", "SessionStore"]
+from cogito_lc.service._guard import (
+    FAILED_LOGIN_WINDOW_SECONDS,
+    MAX_FAILED_LOGINS,
+    MAX_LOGIN_CLIENTS,
+    LoginLimiter,
+)
+
+__all__ = [
+    "FAILED_LOGIN_WINDOW_SECONDS",
+    "MAX_FAILED_LOGINS",
+    "MAX_LOGIN_CLIENTS",
+    "LoginLimiter",
+    "Session",
+    "SessionStore",
+]
 
 SESSION_TTL_SECONDS = 8 * 3600.0
 """How long a session lasts without a request."""
 
 MAX_SESSIONS = 1024
 """Sessions kept at once; the least recently used goes first."""
-
-MAX_FAILED_LOGINS = 10
-"""Failed logins a client address may make within :data:`FAILED_LOGIN_WINDOW_SECONDS`."""
-
-FAILED_LOGIN_WINDOW_SECONDS = 60.0
-"""The window the failed logins of an address are counted in."""
-
-MAX_LOGIN_CLIENTS = 4096
-"""Client addresses whose failed logins are remembered; the least recent goes first."""
 
 
 @dataclass
@@ -89,60 +94,3 @@ class SessionStore:
         """End a session (logout)."""
         if session_id:
             self._sessions.pop(session_id, None)
-
-
-class LoginLimiter:
-    """Failed logins by client address, in a sliding window: too many and logins wait.
-
-    Example:
-        ```python
-        from cogito_lc.service.ui._sessions import LoginLimiter
-
-        limiter = LoginLimiter(max_failures=2, window=60.0)
-        limiter.failed("10.0.0.7")
-        assert limiter.retry_after("10.0.0.7") is None
-        limiter.failed("10.0.0.7")
-        assert 0 < (limiter.retry_after("10.0.0.7") or 0) <= 60
-        assert limiter.retry_after("10.0.0.8") is None
-        ```
-    """
-
-    def __init__(
-        self,
-        max_failures: int = MAX_FAILED_LOGINS,
-        window: float = FAILED_LOGIN_WINDOW_SECONDS,
-        max_clients: int = MAX_LOGIN_CLIENTS,
-    ) -> None:
-        self.max_failures = max_failures
-        self.window = window
-        self.max_clients = max_clients
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
-
-    def _recent(self, client: str, now: float) -> deque[float] | None:
-        failures = self._failures.get(client)
-        if failures is None:
-            return None
-        while failures and failures[0] <= now - self.window:
-            failures.popleft()
-        if not failures:
-            del self._failures[client]
-            return None
-        return failures
-
-    def retry_after(self, client: str) -> int | None:
-        """Seconds ``client`` must wait before its next login, or None: it may log in now."""
-        now = time.monotonic()
-        failures = self._recent(client, now)
-        if failures is None or len(failures) < self.max_failures:
-            return None
-        return max(1, math.ceil(failures[0] + self.window - now))
-
-    def failed(self, client: str) -> None:
-        """Count a failed login of ``client``."""
-        now = time.monotonic()
-        failures = self._recent(client, now) or deque(maxlen=self.max_failures)
-        failures.append(now)
-        self._failures[client] = failures
-        self._failures.move_to_end(client)
-        while len(self._failures) > self.max_clients:
-            self._failures.popitem(last=False)

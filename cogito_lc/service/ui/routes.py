@@ -151,13 +151,17 @@ class _Inspector:
     """The state the routes share: service, settings, token, sessions, templates."""
 
     def __init__(
-        self, service: MemoryService, settings: CogitoSettings, token: bytes | None
+        self,
+        service: MemoryService,
+        settings: CogitoSettings,
+        token: bytes | None,
+        logins: LoginLimiter | None = None,
     ) -> None:
         self.service = service
         self.settings = settings
         self.token = token
         self.sessions = SessionStore()
-        self.logins = LoginLimiter()
+        self.logins = logins or LoginLimiter()
         self.templates = _environment()
         self.two_stage = service.options.filter_llm is not None
 
@@ -548,7 +552,11 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
 
 
 def mount_ui(
-    app: FastAPI, service: MemoryService, settings: CogitoSettings, token: bytes | None
+    app: FastAPI,
+    service: MemoryService,
+    settings: CogitoSettings,
+    token: bytes | None,
+    logins: LoginLimiter | None = None,
 ) -> str:
     """Serve the inspector at ``/ui`` on ``app``.
 
@@ -560,11 +568,13 @@ def mount_ui(
         service: The service the API serves (the same lanes, scopes and deletes).
         settings: The service's settings (scopes, models, limits).
         token: The bearer token the login asks for; None: a login needs none.
+        logins: The wrong tokens counted per client address (the API's bearer check
+            shares them); a limiter of the inspector's own by default.
 
     Returns:
         The path prefix the inspector serves (``/ui``).
     """
-    inspector = _Inspector(service, settings, token)
+    inspector = _Inspector(service, settings, token, logins)
     app.include_router(_routes(inspector))
     app.mount(
         f"{PREFIX}/static",

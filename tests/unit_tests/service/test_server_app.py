@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,7 @@ from cogito_lc.service._schemas import (
 from cogito_lc.service.config import CogitoSettings, ConfigError
 from cogito_lc.service.models import embeddings_from_settings
 from cogito_lc.service.server import check_bind, create_app, main
+from cogito_lc.service.ui._sessions import MAX_FAILED_LOGINS
 from cogito_lc.stores import SqliteLexicalIndex, lexical_sync_for
 from tests.unit_tests.conftest import HashEmbeddings
 
@@ -357,6 +359,35 @@ async def test_busy_server_answers_503_with_retry_after() -> None:
     await guard({"type": "http", "path": "/query", "headers": []}, receive, send)
     assert sent[0]["status"] == 503
     assert (b"retry-after", b"1") in sent[0]["headers"]
+
+
+def test_wrong_api_tokens_are_limited_per_client_and_counted_with_the_inspectors(
+    tmp_path: Path, memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    token = f"{TOKEN}-0123456789"
+    right = {"Authorization": f"Bearer {token}"}
+    app = create_app(_settings(tmp_path, api_token=token), memory=memory)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/memories").status_code == 401  # no token: no guess, not counted
+        for guess in range(MAX_FAILED_LOGINS - 1):
+            wrong = client.get("/memories", headers={"Authorization": f"Bearer guess{guess}"})
+            assert wrong.status_code == 401
+        page = client.get("/ui/login")
+        nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+        assert nonce is not None
+        login = client.post("/ui/login", data={"nonce": nonce.group(1), "token": "guess"})
+        assert login.status_code == 401  # the tenth wrong token, at the inspector
+        limited = client.get("/memories", headers=right)  # even the right token waits
+        elsewhere = TestClient(app, base_url="http://127.0.0.1", client=("127.0.0.2", 5000))
+        other = elsewhere.get("/memories", headers=right)
+        now[0] += 61
+        later = client.get("/memories", headers=right)
+    assert limited.status_code == 429
+    assert 0 < int(limited.headers["retry-after"]) <= 60
+    assert "too many wrong tokens" in limited.json()["detail"]
+    assert (other.status_code, later.status_code) == (200, 200)
 
 
 def test_non_loopback_bind_needs_a_token() -> None:
