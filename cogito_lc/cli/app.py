@@ -121,6 +121,8 @@ def _client(ctx: typer.Context, **overrides: Any) -> Iterator[ApiClient]:
 
     settings = _settings(options, **overrides)
     token = settings.api_token.get_secret_value() if settings.api_token else None
+    # In process nothing listens, whatever host the settings give a server.
+    settings = settings.model_copy(update={"host": "127.0.0.1"})
     # One request per command, most of them embedding nothing: load models on use.
     try:
         app = create_app(settings, warm_up=False)

@@ -387,6 +387,16 @@ def test_commands_that_embed_nothing_load_no_model(env: dict[str, str], tmp_path
     assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id
 
 
+def test_in_process_commands_ignore_the_host_a_server_would_bind(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    exposed = {**env, "COGITO_HOST": "0.0.0.0"}  # noqa: S104 - a server's setting, unused here
+    assert cli("serve", env=exposed, cwd=tmp_path, check=False).returncode == 2  # a server would
+    stored = cli("store", "Deploys freeze on Fridays.", "--raw", env=exposed, cwd=tmp_path)
+    assert json.loads(stored.stdout)["created"] is True
+    assert json.loads(cli("health", "--raw", env=exposed, cwd=tmp_path).stdout)["count"] == 1
+
+
 def test_history_and_forget_through_a_server(
     env: dict[str, str], tmp_path: Path, server: ServiceProcess
 ) -> None:
