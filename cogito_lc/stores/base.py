@@ -184,6 +184,20 @@ def matches_where(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) 
 _PAGE = 1_000
 
 
+def detached(documents: Iterable[Document]) -> list[Document]:
+    """Copies of ``documents`` to hand a store, so the ones a caller gets back are never held.
+
+    A store such as ``InMemoryVectorStore`` keeps a written document's metadata
+    dict itself: a caller editing the document returned by a write would
+    otherwise change the stored memory (its scope, its versions). Metadata
+    values are scalars, so a copy of the dict is a copy of the record.
+    """
+    return [
+        Document(page_content=doc.page_content, metadata=dict(doc.metadata), id=doc.id)
+        for doc in documents
+    ]
+
+
 def _created_by(metadata: Mapping[str, Any], when: datetime) -> bool:
     created = parse_timestamp(metadata.get("created_at"))
     return created is None or created <= when
@@ -360,7 +374,7 @@ class StoreAdapter:
         ``vector`` comes from :meth:`vectors_for`; None here, where the store embeds.
         """
         del vector  # vectors_for gives none here
-        self.store.add_documents([document], ids=[document.id or ""])
+        self.store.add_documents(detached([document]), ids=[document.id or ""])
 
     def add_new(
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
@@ -375,7 +389,7 @@ class StoreAdapter:
         del vectors  # vectors_for gives none here
         ids = [doc.id or "" for doc in documents]
         if documents:
-            self.store.add_documents(list(documents), ids=ids)
+            self.store.add_documents(detached(documents), ids=ids)
         return set(ids)
 
     def persist_directory(self) -> Path | None:
@@ -420,7 +434,7 @@ class StoreAdapter:
         """
         documents = self._merged(updates, where)
         if documents:
-            self.store.add_documents(documents, ids=[doc.id or "" for doc in documents])
+            self.store.add_documents(detached(documents), ids=[doc.id or "" for doc in documents])
         return documents
 
     def recent(self, limit: int) -> list[Document]:

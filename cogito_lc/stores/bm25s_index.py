@@ -27,6 +27,7 @@ from langchain_core.documents import Document
 
 from cogito_lc._core.filters import where_predicate
 from cogito_lc._core.identity import document_key
+from cogito_lc.stores.base import detached
 from cogito_lc.stores.chroma import ChromaAdapter
 from cogito_lc.stores.lexical_index import LexicalHit, lexical_terms
 
@@ -148,11 +149,15 @@ class Bm25LexicalIndex:
         self._index, self._masks = index, {}
 
     def upsert(self, documents: Sequence[Document]) -> None:
-        """Add these documents (replacing same ids) and rebuild the index once."""
+        """Add copies of these documents (replacing same ids) and rebuild the index once.
+
+        Copies: the writer hands the same documents back to its caller, whose
+        edits must not change what the index filters by.
+        """
         if not documents:
             return
         with self._lock:
-            self._documents.update({doc.id: doc for doc in documents if doc.id})
+            self._documents.update({doc.id: doc for doc in detached(documents) if doc.id})
             self._rebuild()
 
     def delete(self, ids: Sequence[str]) -> None:

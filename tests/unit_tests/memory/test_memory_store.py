@@ -406,6 +406,43 @@ def test_scopes_hold_over_every_supported_store(any_store: VectorStore, kind: st
     assert bob.get(secret.id or "") == secret
 
 
+def _edit(documents: list[Document]) -> None:
+    for doc in documents:
+        doc.metadata.pop("supersedes", None)
+        doc.metadata.update({"user_id": "bob", "created_at": "1999-01-01T00:00:00Z"})
+
+
+def test_documents_a_write_returns_are_not_the_stored_ones(
+    any_store: VectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    alice = MemoryStore(any_store, scope={"user_id": "alice"})
+    alice.extractor = FactExtractor.from_llm(FakeListChatModel(responses=[FACTS]))
+    recall = alice.as_retriever(k=1)  # its lexical index is kept up to date by the writes
+    given = Document(page_content="The vault key is in the red drawer.", metadata={"k": 1})
+    alice.store_many([given])
+    given.metadata["user_id"] = "bob"
+    stored = alice.store("Alice's door code is 4512.")
+    added = alice.add("A transcript about billing and tokens.").memories
+    old = alice.store("Alice lives in Austin.", created_at="2026-01-10T09:00:00Z")
+    new = alice.store("Alice moved to Denver.", supersedes=[old.id or ""])
+    updated = alice.update(stored.id or "", "Alice's door code is 4513.")
+    before = {d.id: d.metadata for d in alice.list(include_superseded=True)}
+
+    _edit([stored, *added, old, new, updated])
+
+    assert {d.id: d.metadata for d in alice.list(include_superseded=True)} == before
+    assert [d.page_content for d in alice.history(old.id or "")] == [
+        "Alice lives in Austin.",
+        "Alice moved to Denver.",
+    ]
+    assert alice.count(Scope(user_id="bob")) == 0
+    assert [d.id for d in recall.invoke("Alice's door code is 4513.")] == [stored.id]
+    caplog.clear()
+    assert alice.as_retriever(k=5, scope={"user_id": "bob"}).invoke("door code") == []
+    # the lexical index holds the memory as stored too: no mismatch with the store
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 def test_retriever_joins_scope_and_user_filter_over_the_in_memory_store(
     embeddings: HashEmbeddings,
 ) -> None:
