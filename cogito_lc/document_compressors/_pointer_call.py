@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
@@ -175,10 +176,16 @@ class PointerCaller(ABC, Generic[RequestT, ResultT]):
     def _run_output(self, result: ResultT) -> Any:
         """What of ``result`` the chain run records as its output."""
 
-    def _run_chain(self, request: RequestT, input_: Any, config: RunnableConfig | None) -> ResultT:
+    def _run_chain(
+        self, request: Callable[[], RequestT], input_: Any, config: RunnableConfig | None
+    ) -> ResultT:
+        """Run as one chain run, checking the input (``request()``) inside it.
+
+        A bad input is then the run's error (``on_chain_error``), as tracers see it.
+        """
         return run_as_chain(
             self._runnable(),
-            lambda child: self._run(request, child),
+            lambda child: self._run(request(), child),
             input_,
             config,
             output=self._run_output,
@@ -187,11 +194,12 @@ class PointerCaller(ABC, Generic[RequestT, ResultT]):
         )
 
     async def _arun_chain(
-        self, request: RequestT, input_: Any, config: RunnableConfig | None
+        self, request: Callable[[], RequestT], input_: Any, config: RunnableConfig | None
     ) -> ResultT:
+        """Async :meth:`_run_chain`."""
         return await arun_as_chain(
             self._runnable(),
-            lambda child: self._arun(request, child),
+            lambda child: self._arun(request(), child),
             input_,
             config,
             output=self._run_output,

@@ -398,7 +398,8 @@ class PointerFilter(
     ) -> FilterResult:
         """Filter the documents and report how the run went.
 
-        The input is checked before the run starts and before any model call.
+        The input is checked inside the run, before any model call: a bad input is
+        recorded as the run's error (``on_chain_error``) and raised.
 
         Args:
             input: ``{"query": str, "documents": list[Document]}``.
@@ -413,8 +414,7 @@ class PointerFilter(
                 or ``top_n`` is not an int.
             ValueError: If the query is blank, ``top_n < 1`` or a key is missing.
         """
-        request = self._request(input, top_n)
-        return self._run_chain(request, input, config)
+        return self._run_chain(lambda: self._request(input, top_n), input, config)
 
     async def ainvoke_with_result(
         self,
@@ -424,8 +424,7 @@ class PointerFilter(
         top_n: int | None = None,
     ) -> FilterResult:
         """Async :meth:`invoke_with_result`; a timeout cancels the model call."""
-        request = self._request(input, top_n)
-        return await self._arun_chain(request, input, config)
+        return await self._arun_chain(lambda: self._request(input, top_n), input, config)
 
     def _request(self, input_: Any, top_n: int | None) -> _Request:
         name = self.get_name()

@@ -534,7 +534,8 @@ class SupersessionJudge(
     ) -> SupersessionDecision:
         """Judge which candidates the new memory supersedes or repeats.
 
-        The input is checked before the run starts and before any model call.
+        The input is checked inside the run, before any model call: a bad input is
+        recorded as the run's error (``on_chain_error``) and raised.
 
         Args:
             input: ``{"memory": str, "candidates": list[Document]}`` or a
@@ -550,8 +551,7 @@ class SupersessionJudge(
                 a key is unknown, or a keyword argument is given.
             ValidationError: If ``memory`` or ``candidates`` is missing or invalid.
         """
-        request = self._request(input, kwargs)
-        return self._run_chain(request, input, config)
+        return self._run_chain(lambda: self._request(input, kwargs), input, config)
 
     async def ainvoke(
         self,
@@ -560,8 +560,7 @@ class SupersessionJudge(
         **kwargs: Any,
     ) -> SupersessionDecision:
         """Async :meth:`invoke`; the model is awaited, and a timeout cancels its call."""
-        request = self._request(input, kwargs)
-        return await self._arun_chain(request, input, config)
+        return await self._arun_chain(lambda: self._request(input, kwargs), input, config)
 
     def _request(self, input_: Any, kwargs: Mapping[str, Any]) -> SupersessionInput:
         name = self.get_name()

@@ -341,15 +341,15 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         Returns:
             The facts with the method tag; ``skipped`` when the text was empty.
         """
-        request = _as_request(input)
 
         def extract(child: RunnableConfig) -> ExtractionResult[list[Fact]]:
+            request = _as_request(input)  # inside the run: a bad input is its error
             if not request.text.strip():
                 return _skipped()
             variables = self._variables(request)
             return self.extractor.invoke_with_result(variables, child, max_items=request.max_facts)
 
-        return run_as_chain(self, extract, request, config, **self._run_options())
+        return run_as_chain(self, extract, input, config, **self._run_options())
 
     async def ainvoke_with_result(
         self,
@@ -357,9 +357,9 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
         config: RunnableConfig | None = None,
     ) -> ExtractionResult[list[Fact]]:
         """Async :meth:`invoke_with_result`."""
-        request = _as_request(input)
 
         async def extract(child: RunnableConfig) -> ExtractionResult[list[Fact]]:
+            request = _as_request(input)  # inside the run: a bad input is its error
             if not request.text.strip():
                 return _skipped()
             variables = self._variables(request)
@@ -367,7 +367,7 @@ class FactExtractor(RunnableSerializable[FactExtractorInput, list[Fact]]):
                 variables, child, max_items=request.max_facts
             )
 
-        return await arun_as_chain(self, extract, request, config, **self._run_options())
+        return await arun_as_chain(self, extract, input, config, **self._run_options())
 
     def _run_options(self) -> dict[str, Any]:
         # The inner extractor reports its own runs; a skipped run is reported here.

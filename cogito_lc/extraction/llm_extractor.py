@@ -371,10 +371,9 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
                 prompt has a variable other than ``input_key``.
             Exception: Whatever the model raised, when ``raise_on_error`` is set.
         """
-        variables = self._variables(input, max_items)
         return run_as_chain(
             self,
-            lambda child: self._extract(variables, child, max_items),
+            lambda child: self._extract(self._variables(input, max_items), child, max_items),
             input,
             config,
             output=_value,
@@ -390,10 +389,9 @@ class LlmExtractor(RunnableSerializable[ExtractorInput, Any], Generic[O]):
         max_items: int | None = None,
     ) -> ExtractionResult[Any]:
         """Async :meth:`invoke_with_result`; the model is called through its async API."""
-        variables = self._variables(input, max_items)
         return await arun_as_chain(
             self,
-            lambda child: self._aextract(variables, child, max_items),
+            lambda child: self._aextract(self._variables(input, max_items), child, max_items),
             input,
             config,
             output=_value,
