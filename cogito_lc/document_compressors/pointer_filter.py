@@ -45,6 +45,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
+from cogito_lc._core.identity import document_key
 from cogito_lc._core.metadata import METADATA_KEY
 from cogito_lc._core.structured_output import StructuredOutputMode
 from cogito_lc._core.validation import (
@@ -652,12 +653,17 @@ class PointerFilterBuilder(PointerBuilder["PointerFilter"]):
 def _unique(
     items: Sequence[tuple[Document, int | None]], limit: int | None
 ) -> list[tuple[Document, int | None]]:
-    seen: set[int] = set()
+    """The items in order, each memory once (by :func:`document_key`), at most ``limit``.
+
+    Candidates merged from several retrievers can hold one memory as distinct objects.
+    """
+    seen: set[str] = set()
     chosen: list[tuple[Document, int | None]] = []
     for doc, rank in items:
-        if id(doc) in seen:
+        key = document_key(doc)
+        if key in seen:
             continue
-        seen.add(id(doc))
+        seen.add(key)
         chosen.append((doc, rank))
         if limit is not None and len(chosen) == limit:
             break

@@ -376,6 +376,27 @@ def test_a_document_given_twice_is_returned_once() -> None:
     assert untagged(result.documents) == [doc]
 
 
+def test_one_memory_as_two_documents_is_returned_once() -> None:
+    merged = [Document("Auth tokens expire after 3600 seconds.", id="auth") for _ in range(2)]
+    pointer_filter = PointerFilter.from_llm(FakeListChatModel(responses=['{"ids": [1, 2]}']))
+
+    kept = pointer_filter.invoke({"query": "auth token lifetime?", "documents": merged})
+
+    assert [doc.id for doc in kept] == ["auth"]
+
+
+def test_documents_without_an_id_are_told_apart_by_content() -> None:
+    docs = [
+        Document("Billing uses PostgreSQL."),
+        Document("Billing uses PostgreSQL.", metadata={"v": 2}),
+    ]
+    pointer_filter = PointerFilter.from_llm(FakeListChatModel(responses=['{"ids": [1, 2]}']))
+
+    kept = pointer_filter.invoke({"query": "billing database?", "documents": docs})
+
+    assert untagged(kept) == docs
+
+
 # --- fallbacks -------------------------------------------------------------------------
 
 
