@@ -10,7 +10,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from cogito_lc._core.extras import missing_extra
-from cogito_lc._core.model_lock import model_lock
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -45,11 +44,11 @@ def _quiet_transformers() -> None:
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-@lru_cache(maxsize=4)
 def local_embeddings(device: str = "cpu") -> Embeddings:
     """All-MiniLM-L6-v2 embeddings loaded from the installed package, never from a hub.
 
-    The model is loaded once per process and device and shared.
+    The model is loaded once per process and device and shared; used by one
+    thread at a time. A pickled copy loads as this process's model for the device.
 
     Args:
         device: The torch device, ``"cpu"`` by default.
@@ -65,26 +64,21 @@ def local_embeddings(device: str = "cpu") -> Embeddings:
         assert len(vector) == 384
         ```
     """
+    return _loaded(device)
+
+
+@lru_cache(maxsize=4)
+def _loaded(device: str) -> Embeddings:
+    """The model for ``device``, cached by the device alone (however the caller named it)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     path = local_model_path()
     _quiet_transformers()
     try:
-        from langchain_huggingface import HuggingFaceEmbeddings
+        from cogito_lc.embeddings._huggingface import LockedHuggingFaceEmbeddings
     except ImportError as exc:
         raise missing_extra(_EXTRA, _FEATURE, "langchain_huggingface") from exc
-
-    class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
-        """Embeddings whose model is used by one thread at a time (servers call it concurrently)."""
-
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            with model_lock(self._client):
-                return super().embed_documents(texts)
-
-        def embed_query(self, text: str) -> list[float]:
-            with model_lock(self._client):
-                return super().embed_query(text)
 
     return LockedHuggingFaceEmbeddings(
         model_name=path,

@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
+from copy import deepcopy
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -24,6 +25,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from typing_extensions import Self
 
 from cogito_lc._core.filters import equality_predicate, store_filter
 from cogito_lc._core.metadata import METADATA_KEY
@@ -84,6 +86,12 @@ returned document, in order, the runs that found it, as dicts of ``run`` (``vect
 or ``lexical``), ``subquery`` (the index in ``subqueries``; the lexical run searches
 the original) and ``rank`` (1-based in that run).
 """
+
+
+_SHARED_FIELDS = frozenset({"vectorstore", "embeddings", "lexical_index"})
+"""Fields a deep copy of RecallB shares: the data it searches, not its settings."""
+_RUNTIME = frozenset({"_cache", "_store", "_chroma_bm25", "_lexical", "_plan", "_plan_lock"})
+"""Private attributes built from the fields (:meth:`RecallB._attach`), never pickled."""
 
 
 class RecallB(RejectUnknownFields, BaseRetriever):
@@ -287,9 +295,18 @@ class RecallB(RejectUnknownFields, BaseRetriever):
             )
             raise ValueError(msg)
         _check_search_kwargs(self.search_kwargs)
-        self._cache = shared_cache(self.vectorstore, self.query_embeddings, self.cache_size)
         self._translated_kwargs()  # a filter that cannot be translated fails here, not at invoke
+        self._attach()
+        return self
+
+    def _attach(self) -> None:
+        """Build the runtime parts: candidate cache, store adapter, lexical sync, plan lock."""
+        self._cache = shared_cache(self.vectorstore, self.query_embeddings, self.cache_size)
         self._store = adapter_for(self.vectorstore)
+        self._chroma_bm25 = None
+        self._lexical = None
+        self._plan = None
+        self._plan_lock = threading.Lock()
         if self.lexical_index is None:
             if self.search_kwargs.get("where_document") and isinstance(self._store, ChromaAdapter):
                 self._chroma_bm25 = ChromaBm25Source(self._store)
@@ -297,7 +314,38 @@ class RecallB(RejectUnknownFields, BaseRetriever):
                 self._lexical = lexical_sync_for(self.vectorstore)
         if self.lexical_inflections:
             load_lexicon()  # once per process, here rather than in the first recall
-        return self
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        """A copy with its own settings, sharing what it searches and its runtime parts.
+
+        The vector store, embeddings and lexical index are shared, with the
+        candidate cache and lexical sync kept for them, as :meth:`model_copy` shares
+        them; the settings (``search_kwargs``, ``vocab_map``, ...) are copied deeply.
+        """
+        memo = {} if memo is None else memo
+        copied = self.__copy__()
+        memo[id(self)] = copied
+        copied.__dict__.update(
+            {
+                name: deepcopy(value, memo)
+                for name, value in self.__dict__.items()
+                if name not in _SHARED_FIELDS
+            }
+        )
+        return copied
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """The fields and settings; the runtime parts are built again on load."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__") or {}
+        state["__pydantic_private__"] = {
+            name: value for name, value in private.items() if name not in _RUNTIME
+        }
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        self._attach()
 
     @property
     def query_embeddings(self) -> Embeddings:
