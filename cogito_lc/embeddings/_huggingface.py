@@ -5,8 +5,6 @@ Imported only when the ``local`` extra (``langchain_huggingface``) is installed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_huggingface import HuggingFaceEmbeddings
 
 from cogito_lc._core.model_lock import model_lock
@@ -18,9 +16,9 @@ class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
     """Embeddings whose model is used by one thread at a time (servers call it concurrently).
 
     The lock is the process's lock of the loaded model (:func:`model_lock`), so
-    it is never part of the object. Pickled as the call that made it: unpickling
-    gives the bundled model of this process for the same device, loaded once and
-    shared, with its lock.
+    it is never part of the object. :func:`~cogito_lc.embeddings.local_embeddings`
+    has it pickled as the call that made it: unpickling gives the bundled model of
+    this process for the same device, loaded once and shared, with its lock.
     """
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -30,8 +28,3 @@ class LockedHuggingFaceEmbeddings(HuggingFaceEmbeddings):
     def embed_query(self, text: str) -> list[float]:
         with model_lock(self._client):
             return super().embed_query(text)
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        from cogito_lc.embeddings.local import local_embeddings
-
-        return local_embeddings, (str(self.model_kwargs.get("device", "cpu")),)

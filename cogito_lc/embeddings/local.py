@@ -5,9 +5,10 @@ Needs the ``local`` extra: ``pip install "cogito-lc[local]"``.
 
 from __future__ import annotations
 
+import copyreg
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cogito_lc._core.extras import missing_extra
 
@@ -80,8 +81,14 @@ def _loaded(device: str) -> Embeddings:
     except ImportError as exc:
         raise missing_extra(_EXTRA, _FEATURE, "langchain_huggingface") from exc
 
+    copyreg.pickle(LockedHuggingFaceEmbeddings, _as_call)
     return LockedHuggingFaceEmbeddings(
         model_name=path,
         model_kwargs={"device": device},
         encode_kwargs={"normalize_embeddings": True},
     )
+
+
+def _as_call(embeddings: Any) -> tuple[Any, tuple[str]]:
+    """How the model pickles: as the call that loads it (its lock is the process's)."""
+    return local_embeddings, (str(embeddings.model_kwargs.get("device", "cpu")),)
