@@ -800,7 +800,38 @@ def _json_comparison(key: str, op: str, values: list[Any]) -> tuple[str, list[An
 
 # -- the adapter -------------------------------------------------------------------------
 
+_WRITTEN = ("id", "content", "embedding", *(f'"{c}"' for c in COLUMNS), "langchain_metadata")
+"""The columns a write sets (``seq`` aside)."""
 SELECT_COLUMNS = ", ".join(["id", "content", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"])
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """``metadata`` as JSON whose floats Postgres keeps as floats.
+
+    Postgres holds a JSON number as an exact numeric and prints it without an
+    exponent: ``1e+16`` (as :func:`json.dumps` writes it) would come back as the
+    int ``10000000000000000``. A whole float is written with a decimal point
+    instead (``10000000000000000.0``), which Postgres keeps, so it reads back a float.
+
+    Example:
+        ```python
+        from cogito_lc.stores.postgres import metadata_json
+
+        assert metadata_json({"n": 1e16, "r": 0.5}) == '{"n": 10000000000000000.0, "r": 0.5}'
+        ```
+    """
+    pairs = (f"{json.dumps(key)}: {_json_value(value)}" for key, value in metadata.items())
+    return "{" + ", ".join(pairs) + "}"
+
+
+def _json_value(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value)}.0"
+    if isinstance(value, Mapping):
+        return metadata_json(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_json_value(item) for item in value) + "]"
+    return json.dumps(value)
 
 
 def row_document(row: Sequence[Any]) -> Document:
@@ -959,7 +990,7 @@ class PostgresAdapter(BatchedSearchAdapter):
                     f"UPDATE {self.table} SET langchain_metadata = "  # noqa: S608
                     "coalesce(langchain_metadata, '{}'::jsonb) || %s::jsonb "
                     f"WHERE id = %s AND {sql}",
-                    [json.dumps(dict(updates[doc_id])), doc_id, *params],
+                    [metadata_json(updates[doc_id]), doc_id, *params],
                 )
         return self.get(list(updates), where)
 
@@ -993,10 +1024,14 @@ class PostgresAdapter(BatchedSearchAdapter):
     def replace(self, document: Document, vector: Sequence[float] | None = None) -> None:
         """Write ``document`` over the row holding its id (an upsert), with ``vector`` if given."""
         [embedded] = [list(vector)] if vector is not None else self._embedded([document])
-        store: Any = self.store  # a PGVectorStore (open_postgres_store)
-        store.add_embeddings(
-            [document.page_content], [embedded], [dict(document.metadata)], [document.id or ""]
-        )
+        row = self._row(document, embedded)
+        updated = ", ".join(f"{name} = EXCLUDED.{name}" for name in _WRITTEN[1:])
+        with self.database.connection() as conn:
+            conn.execute(
+                f"INSERT INTO {self.table} ({', '.join(_WRITTEN)}) "  # noqa: S608
+                f"VALUES ({', '.join(['%s'] * len(row))}) ON CONFLICT (id) DO UPDATE SET {updated}",
+                row,
+            )
 
     def _embedded(self, documents: Sequence[Document]) -> list[list[float]]:
         return self.binding.embeddings.embed_documents([d.page_content for d in documents])
@@ -1013,29 +1048,29 @@ class PostgresAdapter(BatchedSearchAdapter):
             return set()
         if vectors is None:
             vectors = self._embedded(documents)
-        placeholders = ", ".join(["%s"] * (5 + len(COLUMNS)))
-        names = ", ".join(
-            ["id", "content", "embedding", *(f'"{c}"' for c in COLUMNS), "langchain_metadata"]
-        )
+        placeholders = ", ".join(["%s"] * (len(_WRITTEN) + 1))
         with self.database.connection() as conn:
-            rows = []
-            for doc, vector, seq in zip(
-                documents, vectors, self._next_seqs(conn, len(documents)), strict=True
-            ):
-                columns = [_as_text(doc.metadata.get(c)) for c in COLUMNS]
-                extra = {k: v for k, v in doc.metadata.items() if k not in COLUMNS}
-                vector_array = np.asarray(vector, dtype=np.float32)
-                rows.append(
-                    [doc.id, doc.page_content, vector_array, *columns, json.dumps(extra), seq]
-                )
+            seqs = self._next_seqs(conn, len(documents))
+            rows = [
+                [*self._row(doc, vector), seq]
+                for doc, vector, seq in zip(documents, vectors, seqs, strict=True)
+            ]
             rows.sort(key=lambda row: str(row[0]))  # one lock order: batches never deadlock
             values = ", ".join([f"({placeholders})"] * len(rows))
             found = conn.execute(
-                f"INSERT INTO {self.table} ({names}, seq) VALUES {values} "  # noqa: S608
+                f"INSERT INTO {self.table} ({', '.join(_WRITTEN)}, seq) VALUES {values} "  # noqa: S608
                 "ON CONFLICT (id) DO NOTHING RETURNING id",
                 [value for row in rows for value in row],
             ).fetchall()
         return {row[0] for row in found}
+
+    @staticmethod
+    def _row(document: Document, vector: Sequence[float]) -> list[Any]:
+        """The values of :data:`_WRITTEN` for ``document`` and its vector."""
+        columns = [_as_text(document.metadata.get(c)) for c in COLUMNS]
+        extra = {k: v for k, v in document.metadata.items() if k not in COLUMNS}
+        vector_array = np.asarray(vector, dtype=np.float32)
+        return [document.id, document.page_content, vector_array, *columns, metadata_json(extra)]
 
     def _next_seqs(self, conn: Any, count: int) -> list[int]:
         """``count`` values of the table's insertion order, ascending: one per document."""

@@ -143,6 +143,30 @@ def test_the_widest_integers_come_back_as_stored(backend: Backend) -> None:
     assert (stored.metadata["hi"], stored.metadata["lo"]) == (2**63 - 1, -(2**63))
 
 
+FLOATS = {"f1e16": 1e16, "neg1e17": -1e17, "f2.5e20": 2.5e20, "one": 1.0, "tiny": 1e-300}
+
+
+def _floats_of(metadata: dict[str, object]) -> dict[str, tuple[type, object]]:
+    return {key: (type(metadata[key]), metadata[key]) for key in [*FLOATS, "tenth"]}
+
+
+def test_floats_come_back_as_floats_and_can_be_written_back(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    stored = memory.store("Nightly backup size report.", metadata={**FLOATS, "tenth": 0.1})
+    want = _floats_of(stored.metadata)
+    assert want == {key: (float, value) for key, value in {**FLOATS, "tenth": 0.1}.items()}
+    fetched = memory.get(stored.id or "")
+    assert fetched is not None
+    assert _floats_of(fetched.metadata) == want
+    [(hit, _)] = memory.search("backup size report", k=1)
+    assert _floats_of(hit.metadata) == want
+    user = {key: fetched.metadata[key] for key in want}
+    memory.update(stored.id or "", "Nightly backup size report (checked).", metadata=user)
+    updated = memory.get(stored.id or "")
+    assert updated is not None
+    assert _floats_of(updated.metadata) == want
+
+
 def test_versions_supersede_without_rewriting(backend: Backend) -> None:
     memory = backend.open(scope={"user_id": "alice"})
     old = memory.store("I live in Austin, Texas.")
