@@ -6,10 +6,11 @@ JSON ``{"role", "content"}`` objects), splits it into windows of
 :class:`~cogito_lc.FactExtractor`, leaves out what memory already holds and
 stores the rest with ``source`` metadata naming the session.
 
-A fact is already held when a memory has its id (the same normalised text in
-the scope) or when its nearest memory's cosine similarity is at least
+A fact is already held when a memory holds exactly its text in the scope or
+when its nearest memory's cosine similarity is at least
 ``duplicate_threshold`` (:data:`DUPLICATE_COSINE` by default: paraphrases with
-the same content, not merely the same topic). The check and the write are one step
+the same content, not merely the same topic); facts of one window differing only
+in whitespace are one fact. The check and the write are one step
 under the store's write lock, so concurrent flushes of a scope (threads, or
 replicas over one database) store a fact once; the model embeds before it.
 When the model fails (or the store has no extractor) the window itself is
@@ -49,7 +50,7 @@ from cogito_lc.memory.memory_store import (
     MemoryStore,
     _is_explicit_empty_answer,
 )
-from cogito_lc.memory.scope import ScopeLike, as_scope
+from cogito_lc.memory.scope import ScopeLike, as_scope, normalise_text
 
 __all__ = [
     "DUPLICATE_COSINE",
@@ -250,7 +251,8 @@ class _Flush:
         metadata = {**self.metadata, "session_window": number, "flush_method": method}
         verbatim = method.startswith("fallback")
         docs = [
-            Document(page_content=text, metadata=dict(metadata)) for text in dict.fromkeys(texts)
+            Document(page_content=text, metadata=dict(metadata))
+            for text in _distinct(texts, verbatim=verbatim)
         ]
         if not self.judged:
             self.write_new(docs, verbatim=verbatim)
@@ -280,7 +282,7 @@ class _Flush:
                 if not self.held(doc.page_content, verbatim=verbatim, vector=queries[i])
             ]
             written = memory._write([d for d, _ in mine], _vectors(mine)) if mine else []
-        # texts differing in whitespace only are one memory: the first is written
+        # a text stored meanwhile by another writer is that writer's memory, not counted
         self.result.stored.extend(
             doc for doc, (own, _) in zip(written, mine, strict=True) if doc is own
         )
@@ -415,3 +417,11 @@ def flush_session_runnable(memory: MemoryStore, **options: Any) -> Runnable[Any,
         )
 
     return RunnableLambda(run, name="flush_session")
+
+
+def _distinct(texts: Sequence[str], *, verbatim: bool) -> list[str]:
+    """Each text once, in order; facts (not ``verbatim``) differing only in whitespace once."""
+    first: dict[str, str] = {}
+    for text in texts:
+        first.setdefault(text if verbatim else normalise_text(text), text)
+    return list(first.values())

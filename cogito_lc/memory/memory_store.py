@@ -58,7 +58,6 @@ from cogito_lc.memory.scope import (
     ScopeLike,
     as_scope,
     memory_id,
-    normalise_text,
 )
 from cogito_lc.memory.seed import SeedSummary, seed_directory
 from cogito_lc.memory.state import (
@@ -478,9 +477,12 @@ class MemoryStore:
     ) -> Document:
         """Write ``text`` verbatim and return the stored document.
 
-        Without ``id``, the id is a stable hash of scope and normalised text, so
-        the same memory stored twice in a scope is one document (the first one,
-        with its original ``created_at``).
+        Without ``id``, the id is a stable hash of scope and text (whitespace runs
+        folded), so the same text stored twice in a scope is one document (the
+        first one, with its original ``created_at``). A text that differs from a
+        stored one only in whitespace is another memory, stored under the next id
+        of the text (``<id>-2``, ...); with ``id``, one held by any other text is
+        a :class:`MemoryConflictError`.
 
         Args:
             text: The memory, stored as given.
@@ -1561,8 +1563,10 @@ class MemoryStore:
     ) -> builtins.list[Document | None]:
         """The memory each text is stored as in the scope (None: not stored), in order.
 
-        Under the text's own id, or, when an edited memory holds that id
-        (:meth:`update` keeps ids), under the next id of the text (``<id>-2``, ...).
+        Under the text's own id, or, when other text holds that id (an edited
+        memory, as :meth:`update` keeps ids, or the text with other whitespace),
+        under the next id of the text (``<id>-2``, ...). Only exactly the same
+        text is a stored copy.
         """
         target = as_scope(scope, self.scope)
         documents = [self._prepare(text, None, None, target) for text in texts]
@@ -1571,9 +1575,10 @@ class MemoryStore:
     def _places(self, documents: Sequence[Document]) -> builtins.list[tuple[str, Document | None]]:
         """Where each document goes: its id, and the same memory stored there, if any.
 
-        A derived id (:func:`memory_id` of the text) held by an edited memory moves
-        to the text's next id (``<id>-2``, ...): the first one free, unless the same
-        text is stored under one of them already (then it is that memory).
+        A derived id (:func:`memory_id` of the text) held by other text (an edited
+        memory, or the text with other whitespace) moves to the text's next id
+        (``<id>-2``, ...): the first one free, unless the same text is stored under
+        one of them already (then it is that memory).
 
         Raises:
             MemoryConflictError: If a given id is held by another memory, or a
@@ -1611,7 +1616,10 @@ class MemoryStore:
                 return free or candidate, None
             if _same_memory(other, doc):
                 return candidate, other
-        msg = f"text of id {base!r} has no free id left: edited memories hold {_MAX_ID_SUFFIXES}."
+        msg = (
+            f"text of id {base!r} has no free id left: {_MAX_ID_SUFFIXES} other texts "
+            "(edited memories, or this text with other whitespace) hold them."
+        )
         raise MemoryConflictError(msg)
 
     def _raced(
@@ -1624,7 +1632,8 @@ class MemoryStore:
             if doc_id in held and not _same_memory(held[doc_id], fresh[doc_id]):
                 msg = (
                     f"id {doc_id!r} was stored at the same time by another writer with other "
-                    "text or scope; omit the id (ids default to a hash of scope and text)."
+                    "text or scope; retry the write (a text without a given id then takes "
+                    "its next id)."
                 )
                 raise MemoryConflictError(msg)
         return [(doc_id, doc) for doc_id, doc in held.items() if doc_id is not None]
@@ -2032,8 +2041,9 @@ def _scope_of(metadata: Mapping[str, Any]) -> Scope:
 
 
 def _same_memory(held: Document, new: Document) -> bool:
+    """Whether ``new`` is ``held`` stored again: the same scope and exactly the same text."""
     same_scope = all(held.metadata.get(k) == new.metadata.get(k) for k in SCOPE_KEYS)
-    return same_scope and normalise_text(held.page_content) == normalise_text(new.page_content)
+    return same_scope and held.page_content == new.page_content
 
 
 def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -115,6 +115,12 @@ def normalise_text(text: str) -> str:
 
 
 def memory_id(text: str, scope: Scope) -> str:
-    """The stable id of ``text`` stored in ``scope`` (storing it twice yields one memory)."""
+    """The stable id of ``text`` stored in ``scope`` (storing it twice yields one memory).
+
+    Whitespace runs are folded first, so ids stay those of earlier releases. A text
+    that differs from a stored one only in whitespace has the same id here;
+    :class:`~cogito_lc.MemoryStore` stores it as another memory under the next id
+    of the text (``<id>-2``, ...).
+    """
     payload = json.dumps([scope.metadata(), normalise_text(text)], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]

@@ -28,7 +28,6 @@ from fastapi.exceptions import RequestValidationError
 from langchain_core.documents import Document
 
 from cogito_lc._core.validation import check_unicode
-from cogito_lc.memory.scope import memory_id
 from cogito_lc.service._schemas import check_metadata
 
 __all__ = [
@@ -140,8 +139,8 @@ def _store_scope(items: list[PendingStore]) -> list[StoredMemory | Exception]:
     admitted, errors = _admit(items)
     results: dict[int, StoredMemory | Exception] = dict(errors)
     memory = items[0].memory
-    keys = {i: items[i].memory_id or memory_id(items[i].text, memory.scope) for i in admitted}
-    first: dict[str, int] = {}
+    keys = {i: (items[i].memory_id, items[i].text) for i in admitted}
+    first: dict[tuple[str | None, str], int] = {}
     for index, key in keys.items():
         first.setdefault(key, index)
     documents = [

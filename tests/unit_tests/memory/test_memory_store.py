@@ -36,9 +36,41 @@ def test_store_writes_verbatim_with_created_at_and_scope(memory: MemoryStore) ->
 
 def test_same_text_twice_is_one_memory_and_keeps_created_at(memory: MemoryStore) -> None:
     first = memory.store("Deploys freeze on Fridays.")
-    second = memory.store("Deploys  freeze on Fridays.")  # whitespace-normalised
+    second = memory.store("Deploys freeze on Fridays.")
     assert first.id == second.id
     assert second.metadata["created_at"] == first.metadata["created_at"]
+    assert memory.count() == 1
+
+
+def test_text_differing_only_in_whitespace_is_another_memory(memory: MemoryStore) -> None:
+    indented = memory.store("def total(xs):\n    return sum(xs)")
+    one_line = memory.store("def total(xs): return sum(xs)")
+    crlf = memory.store("def total(xs):\r\n    return sum(xs)")
+    assert indented.id == memory_id("def total(xs): return sum(xs)", Scope(user_id="alice"))
+    assert [one_line.id, crlf.id] == [f"{indented.id}-2", f"{indented.id}-3"]
+    assert one_line.page_content == "def total(xs): return sum(xs)"
+    again = memory.store("def total(xs): return sum(xs)")
+    assert (again.id, again.metadata["created_at"]) == (
+        one_line.id,
+        one_line.metadata["created_at"],
+    )
+    assert {doc.id: doc.page_content for doc in memory.list()} == {
+        indented.id: "def total(xs):\n    return sum(xs)",
+        one_line.id: "def total(xs): return sum(xs)",
+        crlf.id: "def total(xs):\r\n    return sum(xs)",
+    }
+
+
+def test_a_given_id_held_by_text_with_other_whitespace_is_a_conflict(
+    memory: MemoryStore,
+) -> None:
+    memory.store("name\tage\nbob\t42", id="table-1")
+    with pytest.raises(MemoryConflictError, match="table-1"):
+        memory.store("name age bob 42", id="table-1", metadata={"note": "flattened"})
+    held = memory.get("table-1")
+    assert held is not None
+    assert (held.page_content, "note" in held.metadata) == ("name\tage\nbob\t42", False)
+    assert memory.store("name\tage\nbob\t42", id="table-1").id == "table-1"
     assert memory.count() == 1
 
 

@@ -491,6 +491,25 @@ def test_store_batch_tells_a_memory_stored_before_from_a_new_one(chroma: Chroma)
     assert memory.count() == 5
 
 
+def test_store_batch_keeps_texts_differing_only_in_whitespace_apart(chroma: Chroma) -> None:
+    memory = MemoryStore(chroma, scope={"user_id": "alice"})
+    results = store_batch(
+        [
+            PendingStore(memory, "line 1\n\nline 2"),
+            PendingStore(memory, "line 1 line 2"),
+            PendingStore(memory, "line 1\n\nline 2"),
+        ]
+    )
+    stored = [r for r in results if not isinstance(r, Exception)]
+    assert [(r.document.page_content, r.created) for r in stored] == [
+        ("line 1\n\nline 2", True),
+        ("line 1 line 2", True),
+        ("line 1\n\nline 2", False),
+    ]
+    assert stored[0].document.id == stored[2].document.id != stored[1].document.id
+    assert memory.count() == 2
+
+
 async def test_concurrent_stores_are_written_in_few_batches(chroma: Chroma) -> None:
     memory = MemoryStore(chroma, scope={"user_id": "agent"})
     sizes: list[int] = []
