@@ -223,10 +223,15 @@ class ApiClient:
             "--server URL (e.g. http://127.0.0.1:19420, with no path)."
         )
 
+    def _no_route(self, path: str) -> str:
+        if self.is_remote:
+            return self._not_the_api(path)
+        return f"the API has no route for {path}; this id cannot be sent in a URL path."
+
     def _check(self, response: httpx.Response) -> None:
-        # In process the API is ours: a path it does not match is an id it cannot hold.
-        if response.status_code == 404 and self.is_remote and _no_such_route(response):
-            raise CliError(self._not_the_api(response.request.url.path))
+        # Only the API's own 404 says a memory does not exist; a path no route matches does not.
+        if response.status_code == 404 and _no_such_route(response):
+            raise CliError(self._no_route(response.request.url.path))
         if response.status_code == 404:
             msg_0 = f"not found: {_detail(response)}"
             raise CliError(msg_0, EXIT_NOT_FOUND)

@@ -127,6 +127,12 @@ _SCALARS = (str, int, float, bool)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_ID_SUFFIXES = 100
 """How many other ids a text may take when edited memories hold its own (``<id>-2``...)."""
+MEMORY_ID_MAX_CHARS = 256
+"""The longest id a memory may be given (``store(..., id=)``, a Document's id)."""
+READ_ID_MAX_CHARS = 512
+"""The longest id the HTTP API, the MCP tools and the CLI read, delete and forget by: more
+than any id a memory can have (a given one, with the suffix of a version said again after
+it was superseded; the store's own are 32 hex digits and a suffix)."""
 
 _STAGE_ONE_K = 100
 """How many candidates stage 1 (RecallB) of ``as_retriever("recall")`` is built to fetch."""
@@ -486,7 +492,8 @@ class MemoryStore:
 
         Args:
             text: The memory, stored as given.
-            id: The id to store it under (default: a hash of scope and text).
+            id: The id to store it under (default: a hash of scope and text); at
+                most :data:`MEMORY_ID_MAX_CHARS` (256) characters.
             metadata: The user's metadata (JSON scalars, no reserved key).
             scope: The scope to write in instead of the store's.
             created_at: When the memory was true from (a datetime or ISO 8601
@@ -502,9 +509,9 @@ class MemoryStore:
                 ``created_at`` given, only earlier ones.
 
         Raises:
-            ValueError: On empty or over-long text, metadata that is not JSON
-                scalars or uses a reserved key, an unknown scope key, or a
-                ``created_at`` that is not a timestamp.
+            ValueError: On empty or over-long text, an over-long id, metadata that
+                is not JSON scalars or uses a reserved key, an unknown scope key, or
+                a ``created_at`` that is not a timestamp.
             SupersessionRefusedError: If ``supersedes`` names a memory of a
                 narrower scope, or one written after the given ``created_at``
                 (a judge is not shown those).
@@ -1506,6 +1513,12 @@ class MemoryStore:
         doc_id = given_id if given_id is not None else memory_id(text, scope)
         if not isinstance(doc_id, str) or not doc_id.strip():
             msg = f"id must be a non-empty string, got {doc_id!r}."
+            raise ValueError(msg)
+        if len(doc_id) > MEMORY_ID_MAX_CHARS:
+            msg = (
+                f"id has {len(doc_id)} characters, over the {MEMORY_ID_MAX_CHARS} an id may "
+                "have; shorten it or omit it (ids default to a hash of scope and text)."
+            )
             raise ValueError(msg)
         check_unicode(doc_id, name="id")
         when = _now() if created_at is None else _timestamp(created_at)

@@ -39,7 +39,13 @@ from pydantic import (
 from cogito_lc._core.timestamps import parse_since
 from cogito_lc._core.validation import check_similarity_floor, check_unicode, echo
 from cogito_lc._core.versions import check_as_of
-from cogito_lc.memory.memory_store import RESERVED_METADATA_KEYS, AddResult, ForgetResult
+from cogito_lc.memory.memory_store import (
+    MEMORY_ID_MAX_CHARS,
+    READ_ID_MAX_CHARS,
+    RESERVED_METADATA_KEYS,
+    AddResult,
+    ForgetResult,
+)
 
 __all__ = [
     "AS_OF_HELP",
@@ -411,7 +417,7 @@ class RecallBody(SearchBody):
 
 
 MemoryIds = Annotated[
-    list[Annotated[StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS)]],
+    list[Annotated[StrictStr, Field(min_length=1, max_length=READ_ID_MAX_CHARS)]],
     Field(min_length=1, max_length=LIMIT_MAX),
 ]
 """A list of existing memory ids (1 to :data:`LIMIT_MAX`)."""
@@ -424,7 +430,7 @@ class StoreBody(ScopedBody):
     id: str | None = Field(
         default=None,
         pattern=ID_PATTERN,
-        max_length=ID_MAX_CHARS,
+        max_length=MEMORY_ID_MAX_CHARS,
         description="Memory id; by default a stable hash of scope and text (idempotent).",
     )
     metadata: Metadata | None = None

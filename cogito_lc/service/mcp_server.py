@@ -64,6 +64,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise error from exc
 
 from cogito_lc._core.timestamps import parse_since
+from cogito_lc.memory.memory_store import MEMORY_ID_MAX_CHARS, READ_ID_MAX_CHARS
 from cogito_lc.service._guard import (
     MAX_JSON_DEPTH,
     PARSE_ERROR,
@@ -75,7 +76,6 @@ from cogito_lc.service._guard import (
 )
 from cogito_lc.service._schemas import (
     AS_OF_HELP,
-    ID_MAX_CHARS,
     ID_PATTERN,
     LIMIT_MAX,
     NON_BLANK,
@@ -242,7 +242,7 @@ MemoryId = Annotated[
     str | None,
     Field(
         pattern=ID_PATTERN,
-        max_length=ID_MAX_CHARS,
+        max_length=MEMORY_ID_MAX_CHARS,
         description="Memory id; by default a stable hash of scope and text (idempotent).",
     ),
 ]
@@ -253,7 +253,7 @@ Hints = Annotated[
 PageLimit = Annotated[Limit, Field(description=f"Page size (1..{LIMIT_MAX}).")]
 Offset = Annotated[PageOffset, Field(description="How many memories to skip.")]
 ExistingId = Annotated[
-    StrictStr, Field(min_length=1, max_length=ID_MAX_CHARS, description="The memory id.")
+    StrictStr, Field(min_length=1, max_length=READ_ID_MAX_CHARS, description="The memory id.")
 ]
 Rebuild = Annotated[StrictBool, Field(description="Rebuild even when the snapshot is fresh.")]
 AsOfTime = Annotated[AsOf | None, Field(description=AS_OF_HELP)]

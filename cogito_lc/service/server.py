@@ -19,6 +19,7 @@ Endpoints (field names and shapes of the reference service):
 - ``GET /memories?limit&offset&include_superseded&as_of``, ``GET /memories/{id}``,
   ``DELETE /memories/{id}`` (forgets it with every version, as ``/forget``).
 - ``GET /history/{id}``: every version of a memory, oldest first.
+  An ``{id}`` is percent-encoded; it may hold ``/`` (any id a memory can have).
 - ``POST /forget`` ``{"query"}`` or ``{"ids"}`` (and ``"reason"?``): forget memories
   with every version -> ``{"ids", "count", "method", "audit"}``.
 - ``POST /snapshot/build``, ``POST /calibrate``.
@@ -89,7 +90,7 @@ from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
 from cogito_lc import __version__
 from cogito_lc._core.extras import MissingExtraError
 from cogito_lc.embeddings.lazy import LazyEmbeddings
-from cogito_lc.memory.memory_store import MemoryStore
+from cogito_lc.memory.memory_store import READ_ID_MAX_CHARS, MemoryStore
 from cogito_lc.service._guard import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -534,7 +535,7 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
     user = Annotated[str | None, Depends(scopes.header)]
     memory_id = Annotated[
         str,
-        Path(min_length=1, max_length=ID_MAX_CHARS, description="The memory id."),
+        Path(min_length=1, max_length=READ_ID_MAX_CHARS, description="The memory id."),
         AfterValidator(partial(storable, name="id")),
     ]
 
@@ -571,7 +572,9 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         )
 
     @router.get(
-        "/memories/{id}", response_model=MemoryRecord, responses=_responses(403, 404, auth=auth)
+        "/memories/{id:path}",
+        response_model=MemoryRecord,
+        responses=_responses(403, 404, auth=auth),
     )
     async def get_memory(id: memory_id, header_user: user) -> MemoryRecord:  # noqa: A002
         """One memory of the scope; 404 for an id outside it."""
@@ -579,7 +582,9 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         return _record(await service.read(service.get, view, id))
 
     @router.delete(
-        "/memories/{id}", response_model=DeleteResponse, responses=_responses(403, 404, auth=auth)
+        "/memories/{id:path}",
+        response_model=DeleteResponse,
+        responses=_responses(403, 404, auth=auth),
     )
     async def delete_memory(id: memory_id, header_user: user) -> DeleteResponse:  # noqa: A002
         """Delete one memory of the scope with every version of it; 404 for an id outside it.
@@ -592,7 +597,9 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         return DeleteResponse(id=id, forgotten=forgotten)
 
     @router.get(
-        "/history/{id}", response_model=HistoryResponse, responses=_responses(403, 404, auth=auth)
+        "/history/{id:path}",
+        response_model=HistoryResponse,
+        responses=_responses(403, 404, auth=auth),
     )
     async def history(id: memory_id, header_user: user) -> HistoryResponse:  # noqa: A002
         """Every version of a memory of the scope, oldest first, as stored; 404 outside it.

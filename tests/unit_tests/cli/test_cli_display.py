@@ -161,14 +161,18 @@ def test_a_path_the_api_lacks_is_a_wrong_url_not_a_missing_memory(
     tmp_path: Path, chroma: Chroma
 ) -> None:
     settings = CogitoSettings(store_path=tmp_path / "store")
-    app = create_app(settings, memory=MemoryStore(chroma), warm_up=False)
+    memory = MemoryStore(chroma)
+    memory.store("The deploy key rotates monthly.", id="ops/deploy-key")
+    app = create_app(settings, memory=memory, warm_up=False)
     with ApiClient.local(app, token=None) as client:
         with pytest.raises(CliError) as missing:
-            client.call("GET", "/memories/not-stored")
+            client.call("GET", "/history/ops%2Fnot-stored")
         assert missing.value.exit_code == EXIT_NOT_FOUND
-        with pytest.raises(CliError) as unmatched:
-            client.call("GET", "/history/a/b")  # an id holding a slash matches no route
-        assert unmatched.value.exit_code == EXIT_NOT_FOUND
+        held = client.call("GET", "/history/ops%2Fdeploy-key")
+        assert held["current"] == "ops/deploy-key"
+        with pytest.raises(CliError, match="no route") as unmatched:
+            client.call("GET", "/no/such/route")
+        assert unmatched.value.exit_code != EXIT_NOT_FOUND
         with pytest.raises(CliError, match="check the --server URL"):
             client.call("GET", "/ui/static/inspector.css")  # answered, but not JSON
     remote = ApiClient(TestClient(app, base_url="http://127.0.0.1"), "http://127.0.0.1:19420")

@@ -14,7 +14,11 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cogito_lc import FactExtractor, MemoryNotFoundError, MemoryStore, Scope
-from cogito_lc.memory.memory_store import MemoryConflictError
+from cogito_lc.memory.memory_store import (
+    MEMORY_ID_MAX_CHARS,
+    READ_ID_MAX_CHARS,
+    MemoryConflictError,
+)
 from cogito_lc.memory.scope import as_scope, memory_id
 from tests.unit_tests.conftest import HashEmbeddings
 
@@ -84,6 +88,16 @@ def test_same_text_in_two_scopes_is_two_memories(memory: MemoryStore) -> None:
 def test_ids_are_stable_hashes_of_scope_and_text() -> None:
     assert memory_id("a  b", Scope(user_id="x")) == memory_id("a b", Scope(user_id="x"))
     assert memory_id("a b", Scope(user_id="x")) != memory_id("a b", Scope(user_id="y"))
+
+
+def test_an_id_longer_than_the_api_reads_is_refused_at_write(memory: MemoryStore) -> None:
+    assert memory.store("The longest id fits.", id="x" * MEMORY_ID_MAX_CHARS).id
+    with pytest.raises(ValueError, match=r"^id has 257 characters, over the 256"):
+        memory.store("One character too many.", id="x" * 257)
+    with pytest.raises(ValueError, match=r"^id has 300 characters"):
+        memory.store_many([Document("Stored with it.", id="y" * 300)])
+    assert memory.count() == 1
+    assert MEMORY_ID_MAX_CHARS < READ_ID_MAX_CHARS
 
 
 def test_explicit_id_is_kept(memory: MemoryStore) -> None:

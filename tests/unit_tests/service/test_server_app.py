@@ -189,6 +189,36 @@ def test_explicit_id_of_another_memory_is_a_conflict(client: TestClient) -> None
     assert client.get("/memories/m-1", headers=alice).json()["text"] == "Alice's secret"
 
 
+@pytest.mark.parametrize("doc_id", ["ops/deploy-key", "a/b/", "with space", "x" * 256])
+def test_any_id_the_library_holds_is_read_and_deleted_over_http(
+    client: TestClient, memory: MemoryStore, doc_id: str
+) -> None:
+    memory.store("The deploy key rotates monthly.", id=doc_id)
+    path = quote(doc_id, safe="")
+    got = client.get(f"/memories/{path}")
+    assert (got.status_code, got.json().get("id")) == (200, doc_id), got.text
+    history = client.get(f"/history/{path}")
+    assert [version["id"] for version in history.json()["versions"]] == [doc_id], history.text
+    deleted = client.delete(f"/memories/{path}")
+    assert deleted.json()["forgotten"] == [doc_id], deleted.text
+    assert memory.get(doc_id) is None
+    assert client.get(f"/memories/{path}").json()["detail"] != "Not Found"  # the memory's 404
+
+
+def test_ids_the_store_derives_from_a_given_one_are_read_and_forgotten_over_http(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    longest = "k" * 256
+    first = memory.store("Alice lives in Austin.", id=longest)
+    moved = memory.store("Alice lives in Denver.", supersedes=[longest])
+    back = memory.store("Alice lives in Austin.", id=longest, supersedes=[moved.id or ""])
+    assert back.id != first.id  # said again after it was superseded: a version of its own
+    history = client.get(f"/history/{quote(back.id or '', safe='')}")
+    assert [v["id"] for v in history.json()["versions"]] == [longest, moved.id, back.id]
+    forgot = client.post("/forget", json={"ids": [back.id]})
+    assert set(forgot.json()["ids"]) == {longest, moved.id, back.id}, forgot.text
+
+
 def test_add_stores_facts_or_the_text_when_extraction_fails(tmp_path: Path, chroma: Chroma) -> None:
     facts = json.dumps([{"content": "Billing runs on PostgreSQL.", "kind": "decision"}])
     for reply, method, stored in (
