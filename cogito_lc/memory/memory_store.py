@@ -124,6 +124,8 @@ VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
 _SCALARS = (str, int, float, bool)
+_CHROMA_PREFIX = "chroma:"
+"""Metadata keys Chroma reserves (``chroma:document``) or drops: refused on every store."""
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_ID_SUFFIXES = 100
 """How many other ids a text may take when edited memories hold its own (``<id>-2``...)."""
@@ -494,7 +496,8 @@ class MemoryStore:
             text: The memory, stored as given.
             id: The id to store it under (default: a hash of scope and text); at
                 most :data:`MEMORY_ID_MAX_CHARS` (256) characters.
-            metadata: The user's metadata (JSON scalars, no reserved key).
+            metadata: The user's metadata (JSON scalars; no reserved key, none starting
+                with ``$`` or ``chroma:``).
             scope: The scope to write in instead of the store's.
             created_at: When the memory was true from (a datetime or ISO 8601
                 string; default now), for importing dated conversations.
@@ -1562,9 +1565,13 @@ class MemoryStore:
                 if vectors is None:
                     self._load_embeddings()  # a model that cannot load leaves no pending mark
                 self._mark_pending(list(fresh))
-                written = self._store.add_new(
-                    list(fresh.values()), _vectors_of(fresh, documents, vectors)
-                )
+                try:
+                    written = self._store.add_new(
+                        list(fresh.values()), _vectors_of(fresh, documents, vectors)
+                    )
+                except Exception as error:
+                    self._unmark_refused(list(fresh), error)
+                    raise
                 existing.update(self._raced(fresh, written))
                 if self._lexical is not None:
                     self._lexical.upsert([fresh[i] for i in fresh if i in written])
@@ -1801,6 +1808,23 @@ class MemoryStore:
     def _mark_pending(self, ids: builtins.list[str]) -> None:
         if self._lexical is not None:
             self._lexical.mark_pending(ids)
+
+    def _unmark_refused(self, ids: builtins.list[str], error: Exception) -> None:
+        """Clear the pending marks of a write the store refused, if it wrote none of ``ids``.
+
+        A refusal of the input is raised before the store writes; the ids are read
+        back to be sure of it. Any other error (a lost connection, a timeout) may leave
+        a write done or under way: its marks stay for the re-sync at the next start.
+        """
+        if self._lexical is None or not _is_refusal(error):
+            return
+        try:
+            held = self._existing(ids)
+        except Exception:  # the marks stay, re-synced at the next start
+            logger.debug("could not read back a refused write", exc_info=True)
+            return
+        if not held:
+            self._lexical.delete(ids)  # holds none of them either; clears their marks
 
     def _delete(self, ids: builtins.list[str], scope: Scope) -> None:
         """Delete from the vector store, then from the lexical index (ids recorded first).
@@ -2090,6 +2114,19 @@ def _check_metadata_key(key: str) -> None:
             "refuse or read as an operator; rename it."
         )
         raise ValueError(msg)
+    if key.startswith(_CHROMA_PREFIX):
+        msg = (
+            f"metadata key {key!r} starts with {_CHROMA_PREFIX!r}, which Chroma keeps for "
+            f"itself; rename it (e.g. {'chroma_' + key.removeprefix(_CHROMA_PREFIX)!r})."
+        )
+        raise ValueError(msg)
+
+
+def _is_refusal(error: Exception) -> bool:
+    """Whether a store raised ``error`` to refuse its input (before writing anything)."""
+    from chromadb.errors import InvalidArgumentError
+
+    return isinstance(error, (ValueError, TypeError, InvalidArgumentError))
 
 
 def _check_metadata_value(key: str, value: Any) -> None:

@@ -167,6 +167,16 @@ def test_floats_come_back_as_floats_and_can_be_written_back(backend: Backend) ->
     assert _floats_of(updated.metadata) == want
 
 
+@pytest.mark.parametrize("key", ["chroma:document", "chroma:tag"])
+def test_a_key_chroma_keeps_for_itself_is_refused_on_every_backend(
+    backend: Backend, key: str
+) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    with pytest.raises(ValueError, match=f"metadata key '{key}' starts with 'chroma:'.*rename"):
+        memory.store("Tagged by hand.", metadata={key: "x"})
+    assert memory.count() == 0
+
+
 def test_versions_supersede_without_rewriting(backend: Backend) -> None:
     memory = backend.open(scope={"user_id": "alice"})
     old = memory.store("I live in Austin, Texas.")

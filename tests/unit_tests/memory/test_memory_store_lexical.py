@@ -117,6 +117,25 @@ def test_a_persistent_store_restarts_on_its_saved_index(
     assert "lexical index" not in caplog.text, "nothing to rebuild or reconcile"
 
 
+def test_a_write_the_store_refuses_leaves_nothing_to_resync(
+    tmp_path: Path, embeddings: HashEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = str(tmp_path / "chroma")
+    memory = MemoryStore(Chroma("refused", embeddings, persist_directory=directory))
+    memory.store(RARE, id="rare")
+    with pytest.raises(Exception, match="metadata"):  # a key Chroma itself refuses
+        memory.store("Tagged by hand.", metadata={"#tag": "x"})
+    index = memory.as_retriever().lexical_sync.index  # type: ignore[attr-defined]
+    assert isinstance(index, SqliteLexicalIndex)
+    assert index.pending() == set()
+    index.close()
+
+    reopened = MemoryStore(Chroma("refused", embeddings, persist_directory=directory))
+    with caplog.at_level("WARNING"):
+        assert _lexical_only(reopened).invoke("E4711")[0].id == "rare"
+    assert "interrupted" not in caplog.text
+
+
 def test_warm_up_loads_the_model_and_the_postings_before_the_first_recall(
     tmp_path: Path, embeddings: HashEmbeddings
 ) -> None:
