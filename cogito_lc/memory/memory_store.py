@@ -2095,7 +2095,10 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         )
         raise ValueError(msg)
     for key, value in metadata.items():
-        if not isinstance(key, str) or not isinstance(value, _SCALARS):
+        if not isinstance(key, str):
+            msg = f"metadata keys must be str, got {type(key).__name__} ({key!r}); use str(key)."
+            raise ValueError(msg)  # noqa: TRY004 - bad input data, same class as other checks
+        if not isinstance(value, _SCALARS):
             msg = (
                 f"metadata[{key!r}] must be a str, int, float or bool, got "
                 f"{type(value).__name__}; serialise it (e.g. json.dumps) first."

@@ -100,6 +100,12 @@ def test_an_id_longer_than_the_api_reads_is_refused_at_write(memory: MemoryStore
     assert MEMORY_ID_MAX_CHARS < READ_ID_MAX_CHARS
 
 
+def test_a_metadata_key_that_is_not_a_str_is_named_as_the_problem(memory: MemoryStore) -> None:
+    with pytest.raises(ValueError, match=r"^metadata keys must be str, got int \(1\)"):
+        memory.store("Keyed by a number.", metadata={1: "x"})  # type: ignore[dict-item]
+    assert memory.count() == 0
+
+
 def test_explicit_id_is_kept(memory: MemoryStore) -> None:
     assert memory.store("text", id="my-id").id == "my-id"
     assert memory.get("my-id") is not None
