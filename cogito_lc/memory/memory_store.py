@@ -2107,7 +2107,12 @@ def _check_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         check_unicode(key, name=f"metadata key {key!r}")
         _check_metadata_key(key)
         _check_metadata_value(key, value)
-    return dict(metadata)
+    return {key: _unsigned_zero(value) for key, value in metadata.items()}
+
+
+def _unsigned_zero(value: Any) -> Any:
+    """``-0.0`` as ``0.0``, which every store returns (Chroma and Postgres drop the sign)."""
+    return 0.0 if isinstance(value, float) and value == 0 else value
 
 
 def _check_metadata_key(key: str) -> None:

@@ -8,6 +8,7 @@ recall, dedup, versions, forgetting, filters and restarts.
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -175,6 +176,15 @@ def test_a_key_chroma_keeps_for_itself_is_refused_on_every_backend(
     with pytest.raises(ValueError, match=f"metadata key '{key}' starts with 'chroma:'.*rename"):
         memory.store("Tagged by hand.", metadata={key: "x"})
     assert memory.count() == 0
+
+
+def test_negative_zero_comes_back_as_zero_on_every_backend(backend: Backend) -> None:
+    memory = backend.open(scope={"user_id": "alice"})
+    stored = memory.store("The thermostat offset.", metadata={"offset": -0.0})
+    fetched = memory.get(stored.id or "")
+    assert fetched is not None
+    offsets = [doc.metadata["offset"] for doc in (stored, fetched)]
+    assert [(value, math.copysign(1.0, value)) for value in offsets] == [(0.0, 1.0)] * 2
 
 
 def test_versions_supersede_without_rewriting(backend: Backend) -> None:
