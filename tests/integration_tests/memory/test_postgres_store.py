@@ -65,10 +65,13 @@ def test_dedup_update_delete_and_filters(
 ) -> None:
     memory = _memory(pg_url, pg_collection, minilm, scope={"user_id": "alice"})
     first = memory.store("Auth tokens expire after 3600 seconds.", metadata={"n": 3})
-    again = memory.store("Auth   tokens expire after 3600 seconds.")
+    again = memory.store("Auth tokens expire after 3600 seconds.")
     assert again.id == first.id
     assert again.metadata["created_at"] == first.metadata["created_at"]
     assert memory.count() == 1
+    spaced = memory.store("Auth   tokens expire after 3600 seconds.")  # spacing is content
+    assert (spaced.id, memory.count()) == (f"{first.id}-2", 2)
+    memory.delete(spaced.id or "")
     other = memory.store("Billing runs on port 8083.", metadata={"n": 1, "tag": "x"})
     adapter = memory._store
     assert adapter.count({"n": {"$gt": 2}}) == 1
