@@ -65,7 +65,11 @@ class Example:
         return match.group(1) if match else None
 
 
-OPTIONAL_PACKAGES = {"cogito_lc.langgraph": "langgraph", "cogito_lc.service.mcp_server": "mcp"}
+OPTIONAL_PACKAGES = {
+    "cogito_lc.langgraph": "langgraph",
+    "cogito_lc.service.mcp_server": "mcp",
+    "cogito_lc.embeddings._huggingface": "langchain_huggingface",
+}
 """Folders that need an extra -> the package it installs: left out where it is missing."""
 
 
