@@ -21,6 +21,7 @@ PACKAGE = REPO / "cogito_lc"
 # Where an extra is needed on import: a file, else its top-level folder.
 GATED = {
     "service/mcp_server.py": "mcp",
+    "embeddings/_huggingface.py": "local",
     "service": "server",
     "cli": "cli",
     "bench": "bench",
