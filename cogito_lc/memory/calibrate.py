@@ -195,7 +195,12 @@ class VocabCalibrator(BaseModel):
     def calibrate(
         self, memory: MemoryStore, *, scope: ScopeLike = None, dry_run: bool = False
     ) -> CalibrationResult:
-        """Build the map from ``memory``'s scope; save it and apply it unless ``dry_run``."""
+        """Build the map from ``memory``'s scope; save it and apply it unless ``dry_run``.
+
+        Raises:
+            WriteLockTimeoutError: If another process held the store's lock too long
+                to save the map.
+        """
         memories = memory.list(as_scope(scope, memory.scope), limit=self.sample_size)
         corpus = "\n".join(cut(" ".join(d.page_content.split()), self.item_chars) for d in memories)
         if self.llm is None:
@@ -220,7 +225,13 @@ class VocabCalibrator(BaseModel):
             return CalibrationResult({}, "empty", None, dropped, reason)
         result = CalibrationResult(vocab_map, "calibrated", None, dropped)
         if not dry_run:
-            memory.vocab_map = vocab_map
-            if memory.state is not None:
-                result.path = save_vocab_map(memory.state, vocab_map)
+            _apply(memory, result)
         return result
+
+
+def _apply(memory: MemoryStore, result: CalibrationResult) -> None:
+    """Use and save the calibrated map, as one step under the store's write lock."""
+    with memory.exclusive():  # another calibration's save or a forget waits
+        memory.vocab_map = result.vocab_map
+        if memory.state is not None:
+            result.path = save_vocab_map(memory.state, result.vocab_map)

@@ -11,6 +11,9 @@ same four methods.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -81,12 +84,14 @@ class DirectoryStateStore:
         return path.read_text(encoding="utf-8")
 
     def write(self, documents: Mapping[str, str]) -> None:
-        """Write each file to a temporary name, then rename it over the old one."""
+        """Write each file to a temporary file of its own, then rename it over the old one.
+
+        Each write has its own temporary file, so writers in other threads and
+        processes never rename one another's, and a reader sees a whole file.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         for name, text in documents.items():
-            tmp = self.directory / f".{name}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(self.directory / name)
+            _replace_file(self.directory / name, text)
 
     def delete(self, names: Sequence[str]) -> None:
         """Delete these files (missing ones are ignored)."""
@@ -100,6 +105,23 @@ class DirectoryStateStore:
     def location(self, name: str) -> str:
         """The file's path."""
         return str(self.directory / name)
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to a new temporary file beside ``path``, then rename it over ``path``.
+
+    The temporary file's name is unique (made with ``x``, so never another writer's)
+    and it is created like any other file, with the permissions the umask gives.
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 _STATE_STEPS = [

@@ -10,10 +10,12 @@ import httpx
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from cogito_lc import MemoryStore
 from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
 from cogito_lc.retrievers.recall_b import RecallB
+from tests.races import in_threads
 from tests.unit_tests.conftest import HashEmbeddings
 from tests.unit_tests.fakes import json_reply, offline_chat_openai
 
@@ -189,3 +191,20 @@ def test_a_phrase_named_like_the_wrapper_is_a_phrase(memory: MemoryStore) -> Non
     result = VocabCalibrator.from_llm(json_reply(reply)).calibrate(memory, dry_run=True)
 
     assert result.vocab_map == {"phrases": ["latency"], "login": ["auth"]}
+
+
+def test_calibrations_in_threads_each_save_a_whole_map(tmp_path: Path) -> None:
+    memory = MemoryStore(InMemoryVectorStore(HashEmbeddings()), data_dir=tmp_path)
+    memory.store_many([f"term{i} appears in memory {i}." for i in range(40)])
+    big = {f"phrase {i}": [f"term{i}"] for i in range(40)}
+    small = {"phrase 1": ["term1"]}
+
+    def calibrate(reply: dict[str, Any]) -> None:
+        calibrator = VocabCalibrator.from_llm(FakeListChatModel(responses=[json.dumps(reply)]))
+        for _ in range(60):
+            assert calibrator.calibrate(memory).method == "calibrated"
+
+    assert in_threads(lambda: calibrate(big), lambda: calibrate(small)) == [None, None]
+    saved = json.loads((tmp_path / "vocab_map.json").read_text())
+    assert saved in (big, small)
+    assert memory.vocab_map == saved
