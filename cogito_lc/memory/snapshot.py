@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from cogito_lc.memory.memory_store import MemoryStore
     from cogito_lc.memory.scope import Scope, ScopeLike
+    from cogito_lc.memory.state import StateStore
 
 __all__ = ["Snapshot", "SnapshotBuilder", "load_snapshot"]
 
@@ -400,10 +401,33 @@ def load_snapshot(memory: MemoryStore, scope: ScopeLike = None) -> Snapshot | No
 
 
 def _read_saved(memory: MemoryStore) -> tuple[Snapshot, str, bool] | None:
-    """The saved snapshot, its meta file's text, and whether it records its scope."""
+    """The saved snapshot, its meta file's text, and whether it records its scope.
+
+    Its text and metadata are replaced one after the other, so a read between the
+    two finds them apart; it reads them again under the store's write lock, which
+    every save holds, and gets the snapshot saved before or the one saved after.
+    """
     state = memory.state
     if state is None:
         return None
+    try:
+        return _read_files(state)
+    except _SavedApartError:
+        pass
+    try:
+        with memory.exclusive():
+            return _read_files(state)
+    except (_SavedApartError, WriteLockTimeoutError):
+        logger.warning("ignoring a snapshot whose text and metadata were saved apart")
+        return None
+
+
+class _SavedApartError(Exception):
+    """The snapshot's text and metadata are not of one save."""
+
+
+def _read_files(state: StateStore) -> tuple[Snapshot, str, bool] | None:
+    """:func:`_read_saved` once, raising :class:`_SavedApartError` for a text and metadata apart."""
     try:
         meta_text = state.read(SNAPSHOT_META_FILE)
         text = state.read(SNAPSHOT_FILE)
@@ -416,8 +440,7 @@ def _read_saved(memory: MemoryStore) -> tuple[Snapshot, str, bool] | None:
         logger.warning("ignoring unreadable snapshot in %s: %s", state.location(""), exc)
         return None
     if snapshot.text_sha256 and snapshot.text_sha256 != _sha256(text):
-        logger.warning("ignoring a snapshot whose text and metadata were saved apart")
-        return None
+        raise _SavedApartError
     return snapshot, meta_text, "scope" in meta  # an older release's may be any scope's
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -377,6 +378,29 @@ def test_a_text_saved_apart_from_its_metadata_is_not_served(memory: MemoryStore)
     memory.state.write({"snapshot.md": "## A newer build\n- cut before its metadata\n"})
 
     assert load_snapshot(memory) is None  # a crash between the two files
+
+
+def test_a_reader_during_rebuilds_always_gets_a_snapshot(memory: MemoryStore) -> None:
+    replies = [
+        json.dumps({"topics": [{"heading": f"Build {i}", "items": [1, 2]}]}) for i in range(31)
+    ]
+    builder = SnapshotBuilder.from_llm(FakeListChatModel(responses=replies))
+    builder.build(memory, rebuild=True)
+    done = threading.Event()
+    reads: list[bool] = []
+
+    def read() -> None:
+        while not done.is_set():
+            reads.append(load_snapshot(memory) is not None)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for _ in range(30):
+        builder.build(memory, rebuild=True)
+    done.set()
+    reader.join()
+    assert len(reads) > 0
+    assert all(reads)
 
 
 def test_a_snapshot_is_built_from_the_newest_memories(
