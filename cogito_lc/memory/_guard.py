@@ -25,6 +25,9 @@ class StoreGuard:
     placed_views: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Views given a state of their own (``data_dir``, ``state``), by its location: their
     scope and state, whose snapshots a forget drops as it does those in the usual place."""
+    stores: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    """The MemoryStores over the vector store object: a forget takes what it removed out
+    of the vocabulary maps they and their retrievers recall with."""
 
     @contextmanager
     def exclusive(
@@ -51,10 +54,11 @@ _GUARDS: weakref.WeakKeyDictionary[Any, StoreGuard] = weakref.WeakKeyDictionary(
 _GUARDS_LOCK = threading.Lock()
 
 
-def guard_for(store: Any) -> StoreGuard:
+def guard_for(store: Any, *, member: Any = None) -> StoreGuard:
     """The guard of ``store``: the same object for every MemoryStore over it.
 
     A store that cannot be weakly referenced gets a guard of its own per call.
+    ``member`` (a MemoryStore over ``store``) joins the guard's :attr:`~StoreGuard.stores`.
     """
     with _GUARDS_LOCK:
         try:
@@ -62,5 +66,8 @@ def guard_for(store: Any) -> StoreGuard:
             if guard is None:
                 guard = _GUARDS[store] = StoreGuard()
         except TypeError:
-            return StoreGuard()
+            guard = StoreGuard()
+    if member is not None:
+        with guard.lock:  # a forget goes through the stores holding it
+            guard.stores.add(member)
     return guard

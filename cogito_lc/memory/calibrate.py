@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,15 +14,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogito_lc._core.graphemes import cut
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
-from cogito_lc.memory._vocab_file import save_vocab_map
+from cogito_lc.memory._vocab_file import VOCAB_FILE, load_vocab_map, save_vocab_map
 from cogito_lc.memory.scope import as_scope
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 
 if TYPE_CHECKING:
-    from cogito_lc.memory.memory_store import MemoryStore
-    from cogito_lc.memory.scope import ScopeLike
+    from langchain_core.documents import Document
 
-__all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map"]
+    from cogito_lc.memory.memory_store import MemoryStore
+    from cogito_lc.memory.scope import Scope, ScopeLike
+
+__all__ = ["CalibrationResult", "VocabCalibrator", "filter_vocab_map", "terms_in_corpus"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +137,20 @@ def filter_vocab_map(
     return kept, dropped
 
 
+def terms_in_corpus(terms: Iterable[str], corpus: str) -> set[str]:
+    """The ``terms`` that occur in ``corpus``, matched as :func:`filter_vocab_map` matches them.
+
+    Example:
+        ```python
+        from cogito_lc.memory.calibrate import terms_in_corpus
+
+        assert terms_in_corpus(["latency", "warp speed"], "p95 latency is 250 ms") == {"latency"}
+        ```
+    """
+    folded = _folded(corpus)
+    return {term for term in terms if _occurs(" ".join(term.split()), folded)}
+
+
 class VocabCalibrator(BaseModel):
     """Builds the ``vocab_map`` RecallB expands queries with, from a sample of the corpus.
 
@@ -206,6 +223,8 @@ class VocabCalibrator(BaseModel):
         if self.llm is None:
             return CalibrationResult({}, "fallback_no_llm", reason="no_llm")
         if not memories:
+            if not dry_run and as_scope(scope, memory.scope) == memory.scope:
+                _drop_saved(memory)
             return CalibrationResult({}, "empty", reason="no_memories")
         extractor = LlmExtractor.from_llm(
             self.llm,
@@ -225,13 +244,47 @@ class VocabCalibrator(BaseModel):
             return CalibrationResult({}, "empty", None, dropped, reason)
         result = CalibrationResult(vocab_map, "calibrated", None, dropped)
         if not dry_run:
-            _apply(memory, result)
+            self._apply(memory, result, memories, as_scope(scope, memory.scope))
         return result
 
+    def _apply(
+        self, memory: MemoryStore, result: CalibrationResult, sample: list[Document], scope: Scope
+    ) -> None:
+        """Use and save the map, as one step under the store's write lock.
 
-def _apply(memory: MemoryStore, result: CalibrationResult) -> None:
-    """Use and save the calibrated map, as one step under the store's write lock."""
-    with memory.exclusive():  # another calibration's save or a forget waits
-        memory.vocab_map = result.vocab_map
-        if memory.state is not None:
-            result.path = save_vocab_map(memory.state, result.vocab_map)
+        A memory of the sample forgotten meanwhile takes the terms only it held
+        out of the map first: the forget has cleaned the maps saved before.
+        """
+        with memory.exclusive():  # another calibration's save or a forget waits
+            gone = set(memory.missing([doc.id or "" for doc in sample], scope=scope))
+            if gone:
+                left = "\n".join(doc.page_content for doc in sample if doc.id not in gone)
+                result.vocab_map, _ = filter_vocab_map(
+                    result.vocab_map, left, max_keys=self.max_keys, max_terms=self.max_terms
+                )
+                logger.info(
+                    "%d calibrated memories were forgotten before the map was saved", len(gone)
+                )
+            if not result.vocab_map:
+                result.method, result.reason = "empty", "all_dropped"
+                return
+            memory.vocab_map = result.vocab_map
+            if memory.state is not None:
+                result.path = save_vocab_map(memory.state, result.vocab_map)
+
+
+def _drop_saved(memory: MemoryStore) -> None:
+    """Delete the map saved for a scope that holds no memory (recall stops using it)."""
+    if memory.state is None:
+        return
+    with memory.exclusive():
+        saved = load_vocab_map(memory.state)
+        if saved is None:
+            return
+        memory.state.delete([VOCAB_FILE])
+        if memory.vocab_map == saved:
+            memory.vocab_map = None
+    logger.info(
+        "deleted the vocabulary map %s: its scope holds no memory",
+        memory.state.location(VOCAB_FILE),
+    )

@@ -52,6 +52,7 @@ from cogito_lc.memory._versions import (
     version_chain,
 )
 from cogito_lc.memory._vocab_file import load_vocab_map
+from cogito_lc.memory._vocab_purge import VocabPurge
 from cogito_lc.memory.scope import (
     SCOPE_KEYS,
     Scope,
@@ -123,12 +124,17 @@ STATE_COLLECTION_SUFFIX = "-cogito-state"
 VERIFY_RECENT_MEMORIES = 2_000
 """How many of the latest writes the start-up search-index check covers: twice
 Chroma's default index sync threshold (1,000 writes), the span a kill can tear."""
+VOCAB_CHECK_MEMORIES = 10_000
+"""How many memories of a scope a forget reads for the terms of its vocabulary maps that
+occur in the forgotten text: a term in none of them is taken out of the maps."""
 _SCALARS = (str, int, float, bool)
 _CHROMA_PREFIX = "chroma:"
 """Metadata keys Chroma reserves (``chroma:document``) or drops: refused on every store."""
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_ID_SUFFIXES = 100
 """How many other ids a text may take when edited memories hold its own (``<id>-2``...)."""
+_TEXT_PAGE = 500
+"""How many memories :meth:`MemoryStore._texts_in` reads at a time."""
 MEMORY_ID_MAX_CHARS = 256
 """The longest id a memory may be given (``store(..., id=)``, a Document's id)."""
 READ_ID_MAX_CHARS = 512
@@ -278,8 +284,8 @@ class MemoryStore:
         ```
     """
 
-    _covering_states: tuple[StateStore, ...] = ()
-    """The states of the stores a view was made from (:meth:`scoped`)."""
+    _covering_states: tuple[tuple[StateStore, Scope], ...] = ()
+    """The states of the stores a view was made from (:meth:`scoped`), with their scopes."""
     _view_root: tuple[StateStore | None, Scope] | None = None
     """A view's :attr:`_root`, set by :meth:`scoped`."""
 
@@ -354,7 +360,7 @@ class MemoryStore:
             self.vocab_map = load_vocab_map(self.state)
         self._retrievers: list[weakref.ref[RecallB]] = []
         self._related: dict[Scope, RecallB] = {}
-        self._guard = guard_for(vectorstore)  # shared by every MemoryStore over it
+        self._guard = guard_for(vectorstore, member=self)  # shared by every MemoryStore over it
         self._lexical: LexicalSync | None = lexical_sync_for(vectorstore)
         """The corpus lexical index every write updates (None for stores it cannot follow)."""
         if verify_index and _first_use(vectorstore):
@@ -795,8 +801,11 @@ class MemoryStore:
         similar to it, current or superseded, are forgotten. Each is deleted with
         its whole version chain (:meth:`history`) from the vector store and the
         lexical index; the scope's saved snapshot is dropped (it is rebuilt from
-        what is left). An audit record (ids, time, scope, reason; never the
-        forgotten text) is kept in the store's state and returned.
+        what is left), and the terms of vocabulary maps found in the forgotten
+        text and in none of the scope's first ``VOCAB_CHECK_MEMORIES`` remaining
+        memories are taken out of the saved maps and of those this process's
+        stores and retrievers recall with. An audit record (ids, time, scope,
+        reason; never the forgotten text) is kept in the store's state and returned.
 
         Args:
             query: What to forget, in words.
@@ -829,7 +838,9 @@ class MemoryStore:
             forgotten = list(dict.fromkeys(doc.id or "" for doc in chains))
             with self._audited(forgotten, target, reason) as record:
                 self._delete(forgotten, target)
-            self._drop_snapshot({_scope_of(doc.metadata) for doc in chains})
+            self._drop_derived(
+                {_scope_of(doc.metadata) for doc in chains}, [doc.page_content for doc in chains]
+            )
         return ForgetResult(forgotten, method, record)
 
     def _forget_request(self, subject: str, scope: Scope) -> builtins.list[str]:
@@ -892,28 +903,67 @@ class MemoryStore:
         """
         return self._view_root or (self.state, self.scope)
 
-    def _drop_snapshot(self, scopes: Iterable[Scope]) -> None:
-        """Drop the saved snapshots that may hold what was forgotten, from ``scopes``.
+    def _drop_derived(self, scopes: Iterable[Scope], forgotten: Sequence[str] | None) -> None:
+        """Drop what was built from the memories just removed from ``scopes``.
+
+        The saved snapshots that may hold them, and the terms of vocabulary maps
+        found in their texts (``forgotten``; None when not known) and in no memory
+        left: in the saved maps and in those this process's stores and retrievers
+        recall with.
+        """
+        scopes = list(scopes)
+        states = self._states_built_from(scopes)
+        purge = VocabPurge(forgotten, self._texts_in)
+        with self._lock:
+            self._guard.forgets += 1
+            for state, scope in states:
+                state.delete(SNAPSHOT_FILES)
+                purge.purge_saved(state, scope)
+            for store in list(self._guard.stores):
+                if any(store.scope.contains(scope.metadata()) for scope in scopes):
+                    store._recall_without(purge)
+
+    def _states_built_from(
+        self, scopes: Sequence[Scope]
+    ) -> builtins.list[tuple[StateStore, Scope]]:
+        """The states holding what was built from memories of ``scopes``, with their scopes.
 
         This store's, those of the stores it was made from (their scopes hold its
         own), and those of every view whose scope sees one of ``scopes``: in the
         root store's usual place for it, or where the view was told to keep them.
         """
-        scopes = list(scopes)
         root_state, root_scope = self._root
-        states = [
-            state
+        found = [] if self.state is None else [(self.state, self.scope)]
+        found += self._covering_states
+        found += [
+            (state, view)
             for view, state in list(self._guard.placed_views.values())
             if any(view.contains(scope.metadata()) for scope in scopes)
         ]
         if root_state is not None:
             seen = {v for scope in scopes for v in _views_holding(scope, root_scope)}
-            states += [root_state.child(scope_state_path(view)) for view in seen]
-        with self._lock:
-            self._guard.forgets += 1
-            for state in (self.state, *self._covering_states, *states):
-                if state is not None:
-                    state.delete(SNAPSHOT_FILES)
+            found += [(root_state.child(scope_state_path(view)), view) for view in seen]
+        unique: dict[str, tuple[StateStore, Scope]] = {}
+        for state, scope in found:
+            unique.setdefault(state.location(""), (state, scope))
+        return builtins.list(unique.values())
+
+    def _recall_without(self, purge: VocabPurge) -> None:
+        """Recall, here and in this store's retrievers, with maps ``purge`` took terms out of."""
+        if self.vocab_map:
+            self.vocab_map = purge.in_use(self.vocab_map, self.scope)
+        for retriever in self._live_retrievers():
+            if retriever.vocab_map:
+                retriever.vocab_map = purge.in_use(retriever.vocab_map, self.scope)
+
+    def _texts_in(self, scope: Scope) -> Iterator[str]:
+        """The texts of the scope's first ``VOCAB_CHECK_MEMORIES`` memories, a page at a time."""
+        where = scope.where()
+        for offset in range(0, VOCAB_CHECK_MEMORIES, _TEXT_PAGE):
+            page = self._store.page(where, _TEXT_PAGE, offset)
+            yield "\n".join(doc.page_content for doc in page)
+            if len(page) < _TEXT_PAGE:
+                return
 
     def _scopes_within(self, scope: Scope) -> set[Scope]:
         """The scopes memories of ``scope`` were written in (``scope`` and narrower ones)."""
@@ -1123,7 +1173,7 @@ class MemoryStore:
             held = self._require(id, target)
             with self._audited([id], target, "delete"):
                 self._delete([id], target)
-            self._drop_snapshot({_scope_of(held.metadata)})
+            self._drop_derived({_scope_of(held.metadata)}, [held.page_content])
 
     def delete_scope(self, scope: ScopeLike) -> int:
         """Delete every memory of a non-empty scope; returns how many were deleted."""
@@ -1137,7 +1187,7 @@ class MemoryStore:
             held = self._scopes_within(target) if ids else set()
             with self._audited(ids, target, "delete_scope"):
                 self._delete(ids, target)
-            self._drop_snapshot(held)
+            self._drop_derived(held, None)
         return len(ids)
 
     def seed(
@@ -1416,7 +1466,7 @@ class MemoryStore:
         if audited_here:
             view._audit_state = self._audit_state
         # the snapshots of the stores it was made from cover its scope: its forgets drop them
-        parent = () if self.state is None else (self.state,)
+        parent = () if self.state is None else ((self.state, self.scope),)
         view._covering_states = (*self._covering_states, *parent)
         view._view_root = self._root if root_state is not None else (view.state, target)
         if view.state is not None and (

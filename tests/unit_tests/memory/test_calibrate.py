@@ -208,3 +208,74 @@ def test_calibrations_in_threads_each_save_a_whole_map(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "vocab_map.json").read_text())
     assert saved in (big, small)
     assert memory.vocab_map == saved
+
+
+def _expanded(retriever: Any, query: str) -> str:
+    return " ".join(retriever.decompose(query).queries)
+
+
+def test_a_forget_takes_the_terms_only_it_held_out_of_the_map(
+    memory: MemoryStore, embeddings: HashEmbeddings
+) -> None:
+    memory.store("Latency alerts page the on-call engineer.")
+    reply = {"how fast": ["latency", "p95"], "login": ["tokens"]}
+    VocabCalibrator.from_llm(json_reply(reply)).calibrate(memory)
+    retriever = memory.as_retriever()
+    assert "p95" in _expanded(retriever, "how fast is search")
+
+    forgotten = memory.list(limit=1)[0]
+    assert "p95" in forgotten.page_content
+    memory.forget(ids=[forgotten.id or ""])
+
+    kept = {"how fast": ["latency"], "login": ["tokens"]}
+    assert memory.vocab_map == kept
+    assert json.loads((Path(str(memory.data_dir)) / "vocab_map.json").read_text()) == kept
+    assert "p95" not in _expanded(retriever, "how fast is search")
+    reopened = MemoryStore(Chroma("calib", embeddings, persist_directory=str(memory.data_dir)))
+    assert reopened.vocab_map == kept
+    assert "p95" not in _expanded(reopened.as_retriever(), "how fast is search")
+
+
+def test_a_forget_by_query_in_a_view_cleans_the_maps_holding_its_terms(
+    memory: MemoryStore,
+) -> None:
+    alice = memory.scoped({"user_id": "alice"})
+    alice.store("My locker code is 4471 zorblax.")
+    reply = {"locker": ["zorblax"], "login": ["tokens"]}
+    VocabCalibrator.from_llm(json_reply(reply)).calibrate(alice)
+    VocabCalibrator.from_llm(json_reply(reply)).calibrate(memory)
+    other = memory.scoped({"user_id": "alice"})  # another object over alice's scope
+    alice_recall = other.as_retriever()
+
+    alice.forget("my locker code")
+
+    assert memory.vocab_map == {"login": ["tokens"]}
+    assert alice.vocab_map is None
+    assert other.vocab_map is None
+    assert "zorblax" not in _expanded(alice_recall, "what is the locker code")
+    data_dir = Path(str(memory.data_dir))
+    assert [p for p in data_dir.rglob("vocab_map.json") if "zorblax" in p.read_text()] == []
+
+
+def test_deleting_a_scope_deletes_the_map_built_from_it(memory: MemoryStore) -> None:
+    alice = memory.scoped({"user_id": "alice"})
+    alice.store("My locker code is 4471 zorblax.")
+    VocabCalibrator.from_llm(json_reply({"locker": ["zorblax"]})).calibrate(alice)
+    assert alice.state is not None
+    assert alice.state.read("vocab_map.json") is not None
+
+    memory.delete_scope({"user_id": "alice"})
+
+    assert alice.state.read("vocab_map.json") is None
+    assert alice.vocab_map is None
+
+
+def test_a_calibration_finding_no_memories_deletes_the_saved_map(memory: MemoryStore) -> None:
+    VocabCalibrator.from_llm(json_reply({"how fast": ["latency"]})).calibrate(memory)
+    memory.vectorstore.delete([doc.id or "" for doc in memory.list()])  # not through forget
+
+    result = VocabCalibrator.from_llm(json_reply({"x": ["y"]})).calibrate(memory)
+
+    assert result.reason == "no_memories"
+    assert memory.vocab_map is None
+    assert not (Path(str(memory.data_dir)) / "vocab_map.json").exists()
