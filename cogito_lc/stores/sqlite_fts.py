@@ -46,6 +46,9 @@ POSTING_BUDGET = 10_000
 CANDIDATES = 200
 """How many candidates, at least, a search over the rarest terms scores with every term."""
 _STATS_CACHE = 64
+SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
+"""Whether FTS5 here removes a deleted document's postings from the index itself
+(``secure-delete``, SQLite 3.42); before, a forget merges the index (``optimize``)."""
 REBUILD_SPACING = 20.0
 """After another process writes, the in-memory postings are read again only once this
 many times the last read's duration has passed since it; searches use SQL meanwhile."""
@@ -165,7 +168,10 @@ class SqliteLexicalIndex:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
             self._create(conn)
+            if SECURE_DELETE:
+                conn.execute("INSERT INTO fts (fts, rank) VALUES ('secure-delete', 1)")
             conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, row)"
             )
@@ -334,12 +340,39 @@ class SqliteLexicalIndex:
             conn.execute(f"DELETE FROM pending WHERE id IN ({marks})", chunk)  # noqa: S608
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Remove the documents with these ids in one transaction (unknown ids are ignored)."""
+        """Remove the documents with these ids in one transaction (unknown ids are ignored).
+
+        Their text leaves the file too: FTS5 deletes their postings for real
+        (``secure-delete``; with SQLite before 3.42, a merge of the index after the
+        delete), the pages freed are zeroed, and the write-ahead log is emptied.
+        """
         if not ids:
             return
         with self._transaction() as conn:
             self._remove(conn, list(ids))
             self._clear_pending(conn, list(ids))
+            if not SECURE_DELETE:
+                conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
+        self._empty_log()
+
+    def _empty_log(self) -> None:
+        """Copy the write-ahead log into the file and truncate it (old page images go).
+
+        Without waiting: while another connection reads, the log is left to a later
+        checkpoint (a forget never waits for a search).
+        """
+        with self._lock:
+            self._conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if busy:
+            logger.info(
+                "the lexical index's write-ahead log %s-wal is read by another connection: "
+                "it is emptied at a later checkpoint",
+                self.path,
+            )
 
     def mark_pending(self, ids: Sequence[str]) -> None:
         """Record, durably, the ids a vector-store write is about to touch."""

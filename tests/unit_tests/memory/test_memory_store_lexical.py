@@ -189,3 +189,19 @@ def test_a_reconcile_that_finds_the_ids_equal_warns_nothing(
     with caplog.at_level("WARNING"):
         assert sync.reconcile() == (0, 0)
     assert "out of step" not in caplog.text
+
+
+def test_a_forgotten_text_leaves_the_lexical_index_files(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    memory = MemoryStore(Chroma("disk", embeddings, persist_directory=str(tmp_path)))
+    secret = memory.store("My passport number is XJ9QZ77 plughword.")
+    memory.store_many([f"Filler memory number {i} about nothing." for i in range(40)])
+    files = sorted(tmp_path.glob("cogito-lexical-*.sqlite3*"))
+    assert any(b"plughword" in path.read_bytes() for path in files)
+
+    memory.forget(ids=[secret.id or ""])
+
+    assert memory.count() == 40
+    held = [path.name for path in files if path.exists() and b"plughword" in path.read_bytes()]
+    assert held == []
