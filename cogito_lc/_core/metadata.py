@@ -90,11 +90,15 @@ sets ``method`` to the tag of the whole run.
   (found from the query without a model).
 - :class:`~cogito_lc.SnapshotBuilder` (:class:`~cogito_lc.Snapshot`):
   ``pointer``, ``summary``, ``grouped|fallback_no_llm``,
-  ``grouped|fallback_parse_error``, ``grouped|fallback_error``, ``empty`` (no
-  memory in scope) or ``cached`` (an existing snapshot was still fresh).
+  ``grouped|fallback_timeout`` (the model outlasted ``timeout``),
+  ``grouped|fallback_parse_error``, ``grouped|fallback_error``,
+  ``grouped|forgotten_during_build`` (memories kept being forgotten while it was
+  built), ``empty`` (no memory in scope) or ``cached`` (an existing snapshot was
+  still fresh).
 - :class:`~cogito_lc.VocabCalibrator` (:class:`~cogito_lc.CalibrationResult`):
   ``calibrated``, ``empty`` (nothing usable; ``reason`` says why),
-  ``fallback_no_llm``, ``fallback_parse_error`` or ``fallback_error``.
+  ``fallback_no_llm``, ``fallback_timeout`` (the model outlasted ``timeout``),
+  ``fallback_parse_error`` or ``fallback_error``.
 - The service's answers: ``/query`` says ``vector``, ``/recall_b`` gives RecallB's
   tag, and ``/recall`` stage 2's tag in ``method`` and stage 1's in
   ``recall_method``.

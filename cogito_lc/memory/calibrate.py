@@ -13,6 +13,7 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogito_lc._core.graphemes import cut
+from cogito_lc._core.transport import failure_kind
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._vocab_file import VOCAB_FILE, load_vocab_map, save_vocab_map
 from cogito_lc.memory.scope import as_scope
@@ -192,6 +193,10 @@ class VocabCalibrator(BaseModel):
     """The most phrases kept."""
     max_terms: int = Field(default=8, ge=1)
     """The most terms kept per phrase."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds the model call may take (a retry without the schema included) before the
+    run ends as ``fallback_timeout`` with no map; ``None`` waits as long as the chat
+    model's own client does. The abandoned request ends with the client's timeout."""
 
     @classmethod
     def from_llm(
@@ -202,7 +207,8 @@ class VocabCalibrator(BaseModel):
         Args:
             llm: Chat model to call; ``None`` makes every run ``fallback_no_llm``.
             prompt: Prompt to use instead of the registry's ``calibrate`` entry.
-            **fields: Other fields, such as ``structured_output``, ``sample_size``, ``max_keys``.
+            **fields: Other fields, such as ``structured_output``, ``timeout``,
+                ``sample_size``, ``max_keys``.
 
         Returns:
             The calibrator.
@@ -231,10 +237,17 @@ class VocabCalibrator(BaseModel):
             output=VocabReply,
             prompt=resolve_prompt("calibrate", self.prompt),
             structured_output=self.structured_output,
+            raise_on_error=True,
+            timeout=self.timeout,
         )
-        reply = extractor.invoke_with_result({"corpus": corpus, "max_terms": self.max_keys})
-        if reply.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
-            return CalibrationResult({}, f"fallback_{reply.method.value}")
+        try:
+            reply = extractor.invoke_with_result({"corpus": corpus, "max_terms": self.max_keys})
+        except Exception as exc:  # any model failure leaves the map as it was
+            logger.warning("calibration model call failed (%s: %s)", type(exc).__name__, exc)
+            timed_out = failure_kind(exc) == "timeout"
+            return CalibrationResult({}, "fallback_timeout" if timed_out else "fallback_error")
+        if reply.method is ExtractionMethod.PARSE_ERROR:
+            return CalibrationResult({}, "fallback_parse_error")
         raw = reply.value.phrases if reply.value is not None else {}
         vocab_map, dropped = filter_vocab_map(
             raw, corpus, max_keys=self.max_keys, max_terms=self.max_terms

@@ -13,8 +13,10 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, Field
 
+from cogito_lc._core.deadline import call_with_deadline
 from cogito_lc._core.graphemes import cut
 from cogito_lc._core.json_repair import strip_reasoning
+from cogito_lc._core.transport import failure_kind
 from cogito_lc._core.versions import SUPERSEDED_BY_KEY, is_superseded
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._grouping import group_memories
@@ -137,9 +139,9 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     model-written facts. ``summary`` mode: the model writes a free-text index
     through the registry prompt ``snapshot``. Budgets count characters (code points,
     not bytes or tokens), and a cut never splits an emoji, a flag or a letter from its
-    accents. Without a model, or when it fails, memories are grouped without one (by
-    metadata ``kind``/headings/source, else by shared keywords) and the method tag says
-    why.
+    accents. Without a model, or when it fails or outlasts ``timeout``, memories are
+    grouped without one (by metadata ``kind``/headings/source, else by shared keywords)
+    and the method tag says why.
 
     Input: ``{"memory": MemoryStore, "scope": ..., "rebuild": bool, "dry_run": bool}``.
 
@@ -178,6 +180,10 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     """Each memory is cut to this many characters in the prompt."""
     rebuild_growth: float = Field(default=0.2, ge=0.0)
     """Rebuild when the store has grown by more than this fraction since the last build."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one model call may take (a retry without the schema included) before the
+    build groups without it (``grouped|fallback_timeout``); ``None`` waits as long as the
+    chat model's own client does. The abandoned request ends with the client's timeout."""
 
     @classmethod
     def from_llm(
@@ -189,7 +195,8 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             llm: Chat model to call; ``None`` builds the zero-LLM grouping.
             prompt: Prompt to use instead of the registry's ``snapshot_pointer`` entry
                 (``snapshot`` in summary mode).
-            **fields: Other fields, such as ``mode``, ``structured_output``, ``max_chars``.
+            **fields: Other fields, such as ``mode``, ``structured_output``, ``timeout``,
+                ``max_chars``.
 
         Returns:
             The snapshot builder.
@@ -277,30 +284,39 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
             output=TopicIndex,
             prompt=resolve_prompt("snapshot_pointer", self.prompt),
             structured_output=self.structured_output,
+            raise_on_error=True,
+            timeout=self.timeout,
         )
-        result = extractor.invoke_with_result({"memories": self._numbered(memories)})
-        if result.method in {ExtractionMethod.PARSE_ERROR, ExtractionMethod.ERROR}:
-            return self._grouped(memories, f"fallback_{result.method.value}")
+        try:
+            result = extractor.invoke_with_result({"memories": self._numbered(memories)})
+        except Exception as exc:  # any model failure degrades to grouping
+            return self._grouped(memories, _failed("snapshot", exc))
         index: TopicIndex | None = result.value
-        if index is None or not index.topics:
+        if result.method is ExtractionMethod.PARSE_ERROR or index is None or not index.topics:
             return self._grouped(memories, "fallback_parse_error")
         groups = [(t.heading, [n - 1 for n in t.items if n >= 1]) for t in index.topics]
         return render(groups, memories, self.item_chars, self.max_chars), "pointer"
 
     def _summary(self, memories: list[Document]) -> tuple[str, str]:
         assert self.llm is not None  # noqa: S101 - checked by the caller
-        prompt = resolve_prompt("snapshot", self.prompt)
+        chain = resolve_prompt("snapshot", self.prompt) | self.llm | StrOutputParser()
+        variables = {"memories": self._numbered(memories), "max_words": self.max_chars // 6}
         try:
-            reply = (prompt | self.llm | StrOutputParser()).invoke(
-                {"memories": self._numbered(memories), "max_words": self.max_chars // 6}
+            reply = call_with_deadline(
+                lambda: chain.invoke(variables), self.timeout, name="SnapshotBuilder-model-call"
             )
         except Exception as exc:  # any model failure degrades to grouping
-            logger.warning("snapshot summary failed: %s", exc)
-            return self._grouped(memories, "fallback_error")
+            return self._grouped(memories, _failed("snapshot summary", exc))
         text = strip_reasoning(reply).strip()
         if not text:
             return self._grouped(memories, "fallback_parse_error")
         return cut(text, self.max_chars) + "\n", "summary"
+
+
+def _failed(step: str, exc: Exception) -> str:
+    """Log a failed model call; its fallback: ``fallback_timeout`` or ``fallback_error``."""
+    logger.warning("%s failed (%s: %s); grouping without the model", step, type(exc).__name__, exc)
+    return "fallback_timeout" if failure_kind(exc) == "timeout" else "fallback_error"
 
 
 def _now() -> str:

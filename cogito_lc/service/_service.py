@@ -824,7 +824,9 @@ class MemoryService:
         from cogito_lc.memory.snapshot import SnapshotBuilder
 
         builder = SnapshotBuilder.from_llm(
-            self.options.extract_llm, mode=self.options.snapshot_mode
+            self.options.extract_llm,
+            mode=self.options.snapshot_mode,
+            timeout=self.options.filter_timeout,
         )
         return builder.build(view.memory, rebuild=rebuild, dry_run=dry_run)
 
@@ -843,7 +845,9 @@ class MemoryService:
         from cogito_lc.memory.calibrate import VocabCalibrator
 
         calibrator = VocabCalibrator.from_llm(
-            self.options.extract_llm, structured_output=self.options.structured_output
+            self.options.extract_llm,
+            structured_output=self.options.structured_output,
+            timeout=self.options.filter_timeout,
         )
         result = calibrator.calibrate(view.memory, dry_run=dry_run)
         if dry_run or not result.vocab_map:

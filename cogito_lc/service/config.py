@@ -372,8 +372,9 @@ class CogitoSettings(BaseSettings):
     """Chat model of the recall filter, e.g. ``openai:gemma-3-270m``; None: no LLM."""
     filter_timeout_ms: int = Field(default=12_000, ge=1)
     """Longest wait for one model step (recall filter, supersession judgement, fact
-    extraction; a retry without the schema included), in milliseconds; past it the step
-    falls back (``fallback_timeout``; ``add`` stores the text verbatim)."""
+    extraction, a snapshot's or a calibration's model call; a retry without the schema
+    included), in milliseconds; past it the step falls back (``fallback_timeout``;
+    ``add`` stores the text verbatim, a snapshot is grouped without the model)."""
     ollama_url: str = "http://localhost:11434"
     """Base URL of Ollama for ``ollama:`` models."""
     llm_model: str | None = None

@@ -17,12 +17,24 @@ from typing import Any
 
 
 class ModelServer:
-    """Replies ``reply`` after ``delay`` seconds with HTTP ``status``."""
+    """Replies ``reply`` after ``delay`` seconds with HTTP ``status``.
 
-    def __init__(self, *, reply: str = '{"items": []}', delay: float = 0.0, status: int = 200):
+    With ``drip`` it sends the headers at once and then one byte every ``drip`` seconds
+    for ``delay`` seconds, so a client's read timeout never fires.
+    """
+
+    def __init__(
+        self,
+        *,
+        reply: str = '{"items": []}',
+        delay: float = 0.0,
+        status: int = 200,
+        drip: float | None = None,
+    ):
         self.reply = reply
         self.delay = delay
         self.status = status
+        self.drip = drip
         self.error_body = '{"error": {"message": "internal error"}}'
         self.received: list[dict[str, Any]] = []
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -56,6 +68,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             server.received.append(json.loads(self.rfile.read(length) or b"{}"))
+            if server.drip is not None:
+                self._drip(server.drip)
+                return
             time.sleep(server.delay)
             body = server.body(self.path)
             try:
@@ -66,6 +81,21 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             except OSError:
                 pass  # the client stopped waiting
+
+        def _drip(self, every: float) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            until = time.monotonic() + server.delay
+            try:
+                while time.monotonic() < until:
+                    self.wfile.write(b"1\r\n \r\n")
+                    self.wfile.flush()
+                    time.sleep(every)
+            except OSError:
+                pass  # the client stopped waiting
+            self.close_connection = True
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from cogito_lc.memory.calibrate import VocabCalibrator, filter_vocab_map
 from cogito_lc.retrievers.recall_b import RecallB
 from tests.races import in_threads
 from tests.unit_tests.conftest import HashEmbeddings
-from tests.unit_tests.fakes import json_reply, offline_chat_openai
+from tests.unit_tests.fakes import Gate, ScriptedChatModel, json_reply, offline_chat_openai
 
 CORPUS = [
     "Search p95 latency budget is 250 ms.",
@@ -75,6 +76,28 @@ def test_no_llm_and_bad_output(memory: MemoryStore) -> None:
     bad = VocabCalibrator.from_llm(FakeListChatModel(responses=["no idea"])).calibrate(memory)
     assert bad.method == "fallback_parse_error"
     assert memory.vocab_map is None
+
+
+def test_a_model_outlasting_the_timeout_leaves_the_map_as_it_was(memory: MemoryStore) -> None:
+    memory.vocab_map = {"how fast": ["latency"]}
+    gate = Gate(reply='{"login": ["auth"]}')
+    calibrator = VocabCalibrator.from_llm(ScriptedChatModel(replies=[gate]), timeout=0.2)
+
+    started = time.monotonic()
+    result = calibrator.calibrate(memory)
+    elapsed = time.monotonic() - started
+    gate.release.set()
+
+    assert gate.entered.is_set()
+    assert elapsed < 5
+    assert (result.method, result.vocab_map, result.path) == ("fallback_timeout", {}, None)
+    assert memory.vocab_map == {"how fast": ["latency"]}
+
+
+def test_a_failing_model_is_fallback_error(memory: MemoryStore) -> None:
+    llm = ScriptedChatModel(replies=[ValueError("bad request")])
+    result = VocabCalibrator.from_llm(llm, timeout=5).calibrate(memory)
+    assert (result.method, result.vocab_map) == ("fallback_error", {})
 
 
 def test_terms_of_scripts_without_spaces_match_inside_words(

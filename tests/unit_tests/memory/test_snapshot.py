@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from cogito_lc import MemoryStore
 from cogito_lc.memory._grouping import group_memories
 from cogito_lc.memory.snapshot import SnapshotBuilder, load_snapshot, render
 from tests.unit_tests.conftest import HashEmbeddings
-from tests.unit_tests.fakes import json_reply
+from tests.unit_tests.fakes import Gate, ScriptedChatModel, json_reply
 
 MEMORIES = [
     "Auth tokens expire after 3600 seconds.",
@@ -84,6 +85,32 @@ def test_unparseable_pointer_reply_falls_back_to_grouping(memory: MemoryStore) -
     snapshot = SnapshotBuilder.from_llm(llm).build(memory)
     assert snapshot.method == "grouped|fallback_parse_error"
     assert snapshot.text
+
+
+@pytest.mark.parametrize("mode", ["pointer", "summary"])
+def test_a_model_outlasting_the_timeout_is_left_for_grouping(
+    memory: MemoryStore, mode: str
+) -> None:
+    gate = Gate(reply='{"topics": []}')
+    builder = SnapshotBuilder.from_llm(ScriptedChatModel(replies=[gate]), mode=mode, timeout=0.2)
+
+    started = time.monotonic()
+    snapshot = builder.build(memory, dry_run=True)
+    elapsed = time.monotonic() - started
+    gate.release.set()
+
+    assert gate.entered.is_set()
+    assert elapsed < 5
+    assert snapshot.method == "grouped|fallback_timeout"
+    bullets = [line[2:] for line in snapshot.text.splitlines() if line.startswith("- ")]
+    assert sorted(bullets) == sorted(MEMORIES)
+
+
+@pytest.mark.parametrize("mode", ["pointer", "summary"])
+def test_a_failing_model_is_left_for_grouping(memory: MemoryStore, mode: str) -> None:
+    llm = ScriptedChatModel(replies=[ValueError("bad request")])
+    snapshot = SnapshotBuilder.from_llm(llm, mode=mode, timeout=5).build(memory, dry_run=True)
+    assert snapshot.method == "grouped|fallback_error"
 
 
 def test_summary_mode_strips_think_blocks(memory: MemoryStore) -> None:
