@@ -826,6 +826,7 @@ class MemoryService:
         builder = SnapshotBuilder.from_llm(
             self.options.extract_llm,
             mode=self.options.snapshot_mode,
+            structured_output=self.options.structured_output,
             timeout=self.options.filter_timeout,
         )
         return builder.build(view.memory, rebuild=rebuild, dry_run=dry_run)

@@ -380,7 +380,8 @@ class CogitoSettings(BaseSettings):
     llm_model: str | None = None
     """Chat model of fact extraction, snapshots and calibration; defaults to ``filter_model``."""
     llm_structured_output: StructuredOutputMode = "auto"
-    """How the output schema reaches the model (``json_object`` for llama-cpp-python)."""
+    """How the output schema reaches the model (``json_object`` for llama-cpp-python), for
+    fact extraction, supersession judgements, snapshots and calibration."""
     llm_max_tokens: int = Field(default=1024, ge=1)
     """Most tokens one chat model answer may have (``max_tokens``; ``num_predict`` for
     Ollama). Without a cap some servers (llama-cpp-python) generate until the context is

@@ -20,7 +20,9 @@ class ModelServer:
     """Replies ``reply`` after ``delay`` seconds with HTTP ``status``.
 
     With ``drip`` it sends the headers at once and then one byte every ``drip`` seconds
-    for ``delay`` seconds, so a client's read timeout never fires.
+    for ``delay`` seconds, so a client's read timeout never fires. With
+    ``refuse_json_schema`` a request whose ``response_format`` is a JSON schema is
+    answered HTTP 500, as llama-cpp-python's server does.
     """
 
     def __init__(
@@ -30,11 +32,13 @@ class ModelServer:
         delay: float = 0.0,
         status: int = 200,
         drip: float | None = None,
+        refuse_json_schema: bool = False,
     ):
         self.reply = reply
         self.delay = delay
         self.status = status
         self.drip = drip
+        self.refuse_json_schema = refuse_json_schema
         self.error_body = '{"error": {"message": "internal error"}}'
         self.received: list[dict[str, Any]] = []
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -67,14 +71,18 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            server.received.append(json.loads(self.rfile.read(length) or b"{}"))
+            request = json.loads(self.rfile.read(length) or b"{}")
+            server.received.append(request)
             if server.drip is not None:
                 self._drip(server.drip)
                 return
             time.sleep(server.delay)
-            body = server.body(self.path)
+            status = server.status
+            if server.refuse_json_schema and _asks_json_schema(request):
+                status = 500
+            body = server.body(self.path) if status == 200 else server.error_body.encode()
             try:
-                self.send_response(server.status)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -101,6 +109,11 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _asks_json_schema(request: dict[str, Any]) -> bool:
+    response_format = request.get("response_format")
+    return isinstance(response_format, dict) and response_format.get("type") == "json_schema"
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,3 +66,17 @@ def test_a_model_that_never_finishes_its_answer_is_given_up_on(
     assert sorted(bullets) == sorted(MEMORIES)
     assert calibrate_s < 5
     assert build_s < 5
+
+
+def test_snapshots_send_the_output_schema_as_the_setting_says(
+    tmp_path: Path, minilm: Embeddings
+) -> None:
+    topics = json.dumps({"topics": [{"heading": "Platform", "items": [1, 2, 3]}]})
+    with (
+        model_server(reply=topics, refuse_json_schema=True) as server,
+        _client(server, tmp_path, minilm, llm_structured_output="json_object") as client,
+    ):
+        built, _ = _timed(client, "/snapshot/build", {"rebuild": True})
+
+    assert built["method"] == "pointer"
+    assert [body["response_format"]["type"] for body in server.received] == ["json_object"]
