@@ -17,6 +17,7 @@ from cogito_lc._core.transport import failure_kind
 from cogito_lc.extraction.llm_extractor import ExtractionMethod, LlmExtractor, StructuredOutputMode
 from cogito_lc.memory._vocab_file import VOCAB_FILE, load_vocab_map, save_vocab_map
 from cogito_lc.memory.scope import as_scope
+from cogito_lc.memory.snapshot import _newest_current
 from cogito_lc.prompts.registry import PromptLike, resolve_prompt
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def terms_in_corpus(terms: Iterable[str], corpus: str) -> set[str]:
 
 
 class VocabCalibrator(BaseModel):
-    """Builds the ``vocab_map`` RecallB expands queries with, from a sample of the corpus.
+    """Builds the ``vocab_map`` RecallB expands queries with, from the newest current memories.
 
     The model proposes plain-English phrases and the corpus terms they mean
     (registry prompt ``calibrate``); every proposed term must occur in the
@@ -186,7 +187,7 @@ class VocabCalibrator(BaseModel):
     structured_output: StructuredOutputMode = "auto"
     """How the JSON schema reaches the model (``json_object`` for llama.cpp servers)."""
     sample_size: int = Field(default=200, ge=1)
-    """How many memories the model sees."""
+    """How many memories the model sees: the newest current ones, as a snapshot's."""
     item_chars: int = Field(default=200, ge=20)
     """Each memory is cut to this many characters in the prompt."""
     max_keys: int = Field(default=60, ge=1)
@@ -224,12 +225,13 @@ class VocabCalibrator(BaseModel):
             WriteLockTimeoutError: If another process held the store's lock too long
                 to save the map.
         """
-        memories = memory.list(as_scope(scope, memory.scope), limit=self.sample_size)
+        target = as_scope(scope, memory.scope)
+        memories = _newest_current(memory, target, self.sample_size, memory.count(target))
         corpus = "\n".join(cut(" ".join(d.page_content.split()), self.item_chars) for d in memories)
         if self.llm is None:
             return CalibrationResult({}, "fallback_no_llm", reason="no_llm")
         if not memories:
-            if not dry_run and as_scope(scope, memory.scope) == memory.scope:
+            if not dry_run and target == memory.scope:
                 _drop_saved(memory)
             return CalibrationResult({}, "empty", reason="no_memories")
         extractor = LlmExtractor.from_llm(
@@ -257,7 +259,7 @@ class VocabCalibrator(BaseModel):
             return CalibrationResult({}, "empty", None, dropped, reason)
         result = CalibrationResult(vocab_map, "calibrated", None, dropped)
         if not dry_run:
-            self._apply(memory, result, memories, as_scope(scope, memory.scope))
+            self._apply(memory, result, memories, target)
         return result
 
     def _apply(

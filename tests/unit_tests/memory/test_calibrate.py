@@ -216,6 +216,31 @@ def test_a_phrase_named_like_the_wrapper_is_a_phrase(memory: MemoryStore) -> Non
     assert result.vocab_map == {"phrases": ["latency"], "login": ["auth"]}
 
 
+def test_the_model_sees_the_newest_current_memories(
+    embeddings: HashEmbeddings, tmp_path: Path
+) -> None:
+    store = Chroma("sample", embeddings, persist_directory=str(tmp_path / "sample"))
+    memory = MemoryStore(store)
+    old = memory.store("The user lives in Austinville.")
+    memory.store("The user lives in Denverton.", supersedes=[old.id])
+    memory.store_many([f"Routine note number {i} about the build." for i in range(20)])
+    memory.store_many([f"The frobnicator service handles job {i}." for i in range(5)])
+    reply = {"background worker": ["frobnicator"], "home town": ["Austinville", "Denverton"]}
+
+    newest = VocabCalibrator.from_llm(json_reply(reply), sample_size=10)
+    every = VocabCalibrator.from_llm(json_reply(reply), sample_size=100)
+
+    assert newest.calibrate(memory, dry_run=True).vocab_map == {
+        "background worker": ["frobnicator"]
+    }
+    current = every.calibrate(memory, dry_run=True)
+    assert current.vocab_map == {
+        "background worker": ["frobnicator"],
+        "home town": ["Denverton"],
+    }
+    assert current.dropped == ["Austinville"]  # only a superseded memory says it
+
+
 def test_calibrations_in_threads_each_save_a_whole_map(tmp_path: Path) -> None:
     memory = MemoryStore(InMemoryVectorStore(HashEmbeddings()), data_dir=tmp_path)
     memory.store_many([f"term{i} appears in memory {i}." for i in range(40)])

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import json
-import time
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
