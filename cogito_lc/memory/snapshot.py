@@ -224,11 +224,10 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
     ) -> Snapshot:
         """Build (or reuse) the snapshot of ``memory``'s scope and save it unless ``dry_run``."""
         target = as_scope(scope, memory.scope)
-        count = memory.count(target)
-        existing = load_snapshot(memory, target)
-        if existing and not rebuild and not dry_run and not self._stale(existing, count):
-            existing.method = "cached"
+        existing = None if rebuild or dry_run else self.cached(memory, scope=target)
+        if existing is not None:
             return existing
+        count = memory.count(target)
         for _ in range(_BUILDS_PER_CALL):
             forgets = memory.forgets
             memories = _newest_current(memory, target, self.sample_size, count)
@@ -240,6 +239,19 @@ class SnapshotBuilder(RunnableSerializable[dict[str, Any], Snapshot]):
                 return snapshot
             logger.info("memories were forgotten while the snapshot was built; building it again")
         return self._built_between_forgets(memory, target, count)
+
+    def cached(self, memory: MemoryStore, *, scope: ScopeLike = None) -> Snapshot | None:
+        """The saved snapshot of ``memory``'s scope while it is fresh, else None; no model call.
+
+        Fresh: :func:`load_snapshot` serves it and the scope has grown by at most
+        ``rebuild_growth`` since it was built. Its method is ``cached``.
+        """
+        target = as_scope(scope, memory.scope)
+        existing = load_snapshot(memory, target)
+        if existing is None or self._stale(existing, memory.count(target)):
+            return None
+        existing.method = "cached"
+        return existing
 
     def _built_between_forgets(self, memory: MemoryStore, target: Scope, count: int) -> Snapshot:
         """The grouped snapshot, listed and saved with no forget in between (no model call).

@@ -9,8 +9,9 @@ snapshot and vocabulary map in a directory of its own.
 Blocking work runs in worker threads, in three lanes: reads (``worker_threads``
 at once), writes (one at a time, so the check-then-add of a write is atomic and
 waiting writers hold no thread) and long jobs (snapshot, calibration: one at a
-time). Concurrent ``/store`` requests are written together, one embeddings call
-per batch (group commit, :mod:`cogito_lc.service._batch`).
+time; a fresh saved snapshot is served on the read lane, not queued behind one).
+Concurrent ``/store`` requests are written together, one embeddings call per batch
+(group commit, :mod:`cogito_lc.service._batch`).
 
 Exceptions become HTTP errors with short messages: a missing memory 404, an id of
 another memory 409, an ``as_of`` the store refuses 422 naming it, a model or
@@ -819,17 +820,34 @@ class MemoryService:
 
     # -- jobs -------------------------------------------------------------------------
 
+    async def snapshot_job(self, view: ScopeView, rebuild: bool, dry_run: bool) -> Any:
+        """Build (or reuse) the scope's snapshot.
+
+        A fresh saved snapshot is read on the read lane: it waits for no running job.
+        """
+        if not (rebuild or dry_run):
+            cached = await self.read(self.cached_snapshot, view)
+            if cached is not None:
+                return cached
+        return await self.job(self.build_snapshot, view, rebuild, dry_run)
+
+    def cached_snapshot(self, view: ScopeView) -> Any:
+        """The scope's saved snapshot while it is fresh (method ``cached``), else None."""
+        return self._snapshot_builder().cached(view.memory)
+
     def build_snapshot(self, view: ScopeView, rebuild: bool, dry_run: bool) -> Any:
         """Build (or reuse) the scope's snapshot."""
+        return self._snapshot_builder().build(view.memory, rebuild=rebuild, dry_run=dry_run)
+
+    def _snapshot_builder(self) -> Any:
         from cogito_lc.memory.snapshot import SnapshotBuilder
 
-        builder = SnapshotBuilder.from_llm(
+        return SnapshotBuilder.from_llm(
             self.options.extract_llm,
             mode=self.options.snapshot_mode,
             structured_output=self.options.structured_output,
             timeout=self.options.filter_timeout,
         )
-        return builder.build(view.memory, rebuild=rebuild, dry_run=dry_run)
 
     def _configured_vocab_map(self) -> dict[str, list[str]] | None:
         """A copy of the ``vocab_map`` setting for one store, which may change its own."""

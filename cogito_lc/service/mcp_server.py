@@ -481,7 +481,7 @@ def _browse_tools(tools: _Tools) -> list[Callable[..., Any]]:
     async def snapshot(ctx: Ctx, rebuild: Rebuild = False) -> SnapshotBuildResponse:
         """The scope's snapshot: an index of what memory holds (built, or reused while fresh)."""
         view = tools.view(ctx)
-        built = await _answer(service.job(service.build_snapshot, view, rebuild, False))
+        built = await _answer(service.snapshot_job(view, rebuild, False))
         return SnapshotBuildResponse(
             snapshot=built.text,
             path=service.public_path(built.path),

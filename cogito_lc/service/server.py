@@ -637,10 +637,10 @@ def _job_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth
             SnapshotBuildRequest | None, json_body(SnapshotBuildRequest, required=False)
         ] = None,
     ) -> SnapshotBuildResponse:
-        """Build the scope's snapshot (reused while fresh unless ``rebuild``)."""
+        """Build the scope's snapshot (reused while fresh unless ``rebuild``, without waiting)."""
         request = body or SnapshotBuildRequest()
         view = scopes.view(header_user, request)
-        snapshot = await service.job(service.build_snapshot, view, request.rebuild, request.dry_run)
+        snapshot = await service.snapshot_job(view, request.rebuild, request.dry_run)
         return SnapshotBuildResponse(
             snapshot=snapshot.text,
             path=service.public_path(snapshot.path),

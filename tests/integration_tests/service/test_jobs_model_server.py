@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,33 @@ def test_snapshots_send_the_output_schema_as_the_setting_says(
 
     assert built["method"] == "pointer"
     assert [body["response_format"]["type"] for body in server.received] == ["json_object"]
+
+
+def test_a_fresh_snapshot_is_served_while_a_calibration_waits_for_the_model(
+    tmp_path: Path, minilm: Embeddings
+) -> None:
+    topics = json.dumps({"topics": [{"heading": "Platform", "items": [1, 2, 3]}]})
+    with (
+        model_server(reply=topics) as server,
+        _client(server, tmp_path, minilm, filter_timeout_ms=30_000) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        built, _ = _timed(client, "/snapshot/build", {})
+        server.drip, server.delay = 0.1, 6.0  # the calibration holds the jobs lane 6 s
+        calibrating = pool.submit(client.post, "/calibrate", json={})
+        _wait_for(lambda: len(server.received) == 2)
+        cached, cached_s = _timed(client, "/snapshot/build", {})
+        calibrated = calibrating.result(timeout=60)
+
+    assert (built["method"], built["saved"]) == ("pointer", True)
+    assert cached["method"] == "cached"
+    assert cached["snapshot"] == built["snapshot"]
+    assert cached_s < 3
+    assert calibrated.status_code == 200
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the model server was never asked"
+        time.sleep(0.05)
