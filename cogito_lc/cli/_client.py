@@ -8,6 +8,11 @@ names (no server, no port); with ``--server URL`` requests go to that server.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -22,6 +27,10 @@ __all__ = ["ApiClient", "CliError", "check_server_url", "check_utf8"]
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 4
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT), as shells report a command a SIGINT ended (128 + 2)."""
+_WRITE_GRACE_S = 30.0
+"""Longest wait, after Ctrl-C, for a write of the in-process app under way to end."""
 _USER_ASCII = ".:@+-"
 """Characters of a user id, besides letters, digits and ``_``, a header carries as they are."""
 
@@ -133,6 +142,7 @@ class ApiClient:
         self._headers = headers or {}
         self.is_remote = is_remote
         """Whether the API is a server's (a ``--server`` URL), not this process's own."""
+        self._sigint: Any = None
 
     @classmethod
     def remote(cls, url: str, *, token: str | None, user: str | None) -> ApiClient:
@@ -159,11 +169,33 @@ class ApiClient:
     def __enter__(self) -> ApiClient:
         if isinstance(self._http, AbstractContextManager):
             self._http.__enter__()
+        if not self.is_remote and threading.current_thread() is threading.main_thread():
+            self._sigint = signal.signal(signal.SIGINT, self._interrupted)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._sigint is not None:
+            signal.signal(signal.SIGINT, self._sigint)
+            self._sigint = None
         if isinstance(self._http, AbstractContextManager):
             self._http.__exit__(*exc)
+
+    def _interrupted(self, signum: int, frame: Any) -> None:
+        """End the process on Ctrl-C with one line and exit code 130.
+
+        The app's worker threads cannot be cancelled (a model call may wait long), so
+        the process exits at once, after any write under way has ended; state files
+        are replaced whole, so nothing half-written is left.
+        """
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        service = getattr(getattr(self.app, "state", None), "service", None)
+        writes = getattr(service, "writes", None)
+        deadline = time.monotonic() + _WRITE_GRACE_S
+        while writes is not None and writes.borrowed_tokens and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os._exit(EXIT_INTERRUPTED)
 
     @property
     def app(self) -> Any | None:

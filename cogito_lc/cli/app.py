@@ -33,6 +33,7 @@ from rich.text import Text
 from cogito_lc._core.display import ANSWERED, escape_controls
 from cogito_lc.cli._client import (
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     ApiClient,
     CliError,
@@ -43,7 +44,7 @@ from cogito_lc.cli._client import (
 __all__ = ["app", "main"]
 
 EXIT_CODES = """Exit codes: 0 success; 1 failure (no server, model or store error);
-2 bad input or configuration; 4 memory not found."""
+2 bad input or configuration; 4 memory not found; 130 interrupted (Ctrl-C)."""
 
 app = typer.Typer(
     name="cogito-lc",
@@ -809,6 +810,9 @@ def main() -> None:
     except typer.Abort:
         err.print("aborted")
         sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
     except typer.TyperException as exc:  # usage errors: bad option values, missing arguments
         show = getattr(exc, "show", None)
         if callable(show):

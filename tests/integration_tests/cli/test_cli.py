@@ -6,8 +6,10 @@ import importlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 from rich.console import Console
 
 from tests.integration_tests.conftest import EXAMPLES_DATA
+from tests.integration_tests.model_server import model_server
 from tests.integration_tests.service_process import ServiceProcess, free_port, start_service
 
 cli_app = importlib.import_module("cogito_lc.cli.app")  # the package exports the Typer app
@@ -453,3 +456,33 @@ def test_search_commands_default_to_the_limits_of_the_settings(
         assert len(answer["memories"]) == limit, command
     wider = _run_in_process("--config", str(config), "query", "deploys", "--limit", "3")
     assert len(wider["memories"]) == 3
+
+
+def test_ctrl_c_ends_an_in_process_command_waiting_for_the_model(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    cli("store", "Search p95 latency is 250 ms.", env=env, cwd=tmp_path)
+    with model_server(delay=120) as server:
+        slow = {
+            **env,
+            "COGITO_LLM_MODEL": "openai:m",
+            "COGITO_FILTER_ENDPOINT": f"{server.url}/v1",
+            "COGITO_FILTER_TIMEOUT_MS": "120000",
+        }
+        command = [sys.executable, "-m", "cogito_lc.cli", "calibrate"]
+        process = subprocess.Popen(
+            command, env=slow, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not server.received and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert server.received, "the model was never asked"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=20)
+        finally:
+            process.kill()
+    assert process.returncode == 130
+    assert stderr.decode().strip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in stderr.decode()
+    assert not (tmp_path / "store" / "vocab_map.json").exists()
