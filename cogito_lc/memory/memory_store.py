@@ -1717,11 +1717,11 @@ class MemoryStore:
         """
         versions = _Versions()
         for doc in documents:
-            held = self._existing([doc.id or ""])
-            if held and not is_superseded(held[0].metadata):
+            [(_, same)] = self._places([doc])  # other text under the id is not this memory
+            if same is not None and not is_superseded(same.metadata):
                 versions.memories.extend(self._write([doc]))
                 continue
-            if held:  # said again after it was superseded: a new version of its own
+            if same is not None:  # said again after it was superseded: a new version of its own
                 doc.id = _restated_id(doc)
             method, supersedes, repeats = self._judge(doc, scope)
             versions.methods.append(method)
@@ -1825,7 +1825,9 @@ class MemoryStore:
         related = self._related_retriever(scope)
         while True:
             found = related.invoke(doc.page_content, k=depth)
-            kept = [d for d in found if d.id != doc.id and scope.holds_exactly(d.metadata)]
+            kept = [
+                d for d in found if not _same_memory(d, doc) and scope.holds_exactly(d.metadata)
+            ]
             if len(kept) >= wanted or len(found) < depth or depth >= VERSION_SEARCH_DEPTH:
                 return kept[:wanted]
             depth = min(depth * VERSION_SEARCH_GROWTH, VERSION_SEARCH_DEPTH)

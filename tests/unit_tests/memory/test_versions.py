@@ -149,6 +149,27 @@ def test_a_repeat_is_not_written_again() -> None:
     assert memory.count() == 1
 
 
+def test_text_with_other_whitespace_is_judged_not_taken_for_the_stored_memory() -> None:
+    model = ScriptedChatModel(replies=['{"supersedes": [], "repeats": [1]}'])
+    memory = _memory(SupersessionJudge.from_llm(model))
+    old = memory.store("Deploys freeze on Fridays.\nAsk ops first.")
+    result = memory.add("Deploys freeze on Fridays.  Ask ops first.", supersede=True)
+    stored = memory.store("Deploys freeze on Fridays. Ask ops first.", supersede=True)
+    assert len(model.calls) == 2
+    assert result.repeated == [old.id]
+    assert stored.id == old.id
+    assert [d.id for d in memory.list(include_superseded=False)] == [old.id]
+
+
+def test_text_with_other_whitespace_than_a_superseded_memory_is_judged_as_new() -> None:
+    memory = _memory(_judge('{"supersedes": [1], "repeats": []}'))
+    austin, denver = _superseding_pair(memory)
+    again = memory.store(AUSTIN.replace(" ", "  "), supersede=True)
+    assert again.id == f"{austin.id}-2"
+    assert [d.id for d in memory.list(include_superseded=False)] == [again.id]
+    assert [d.id for d in memory.history(austin.id or "")] == [austin.id, denver.id, again.id]
+
+
 def test_a_failing_judge_supersedes_nothing_and_says_so() -> None:
     memory = _memory(_judge(ConnectionError("refused")))
     old = memory.store(AUSTIN)
