@@ -9,13 +9,15 @@ Other stores take other filter forms; :func:`store_filter` is the one place a
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 __all__ = [
+    "AllFilters",
+    "DocumentFilter",
     "and_filters",
     "equality_clauses",
     "equality_predicate",
@@ -276,12 +278,7 @@ def store_filter(store: VectorStore, where: Any) -> Any:
     """
     if where is None or callable(where) or not isinstance(store, InMemoryVectorStore):
         return where
-    predicate = where_predicate(where)
-
-    def document_filter(document: Document) -> bool:
-        return predicate(document.metadata)
-
-    return document_filter
+    return DocumentFilter(where)
 
 
 def and_filters(store: VectorStore, *filters: Any) -> Any:
@@ -296,9 +293,48 @@ def and_filters(store: VectorStore, *filters: Any) -> Any:
         return store_filter(store, given[0]) if given else None
     if not isinstance(store, InMemoryVectorStore):
         return {"$and": given}
-    translated = [store_filter(store, f) for f in given]
+    return AllFilters([store_filter(store, f) for f in given])
 
-    def all_pass(document: Document) -> bool:
-        return all(check(document) for check in translated)
 
-    return all_pass
+class DocumentFilter:
+    """A ``where`` filter as a function of the Document, as InMemoryVectorStore takes it.
+
+    It keeps ``where``, so a retriever holding it copies and pickles (the
+    predicate is built again from ``where``).
+
+    Raises:
+        ValueError: If ``where`` uses an operator outside :func:`where_predicate`'s.
+    """
+
+    __slots__ = ("_predicate", "where")
+
+    def __init__(self, where: Mapping[str, Any]) -> None:
+        self.where = where
+        self._predicate = where_predicate(where)
+
+    def __call__(self, document: Document) -> bool:
+        return self._predicate(document.metadata)
+
+    def __reduce__(self) -> tuple[type[DocumentFilter], tuple[Mapping[str, Any]]]:
+        return DocumentFilter, (self.where,)
+
+    def __repr__(self) -> str:
+        return f"DocumentFilter({self.where!r})"
+
+
+class AllFilters:
+    """Document filters joined: a Document passes when every one of ``checks`` passes it."""
+
+    __slots__ = ("checks",)
+
+    def __init__(self, checks: Sequence[Callable[[Document], bool]]) -> None:
+        self.checks = tuple(checks)
+
+    def __call__(self, document: Document) -> bool:
+        return all(check(document) for check in self.checks)
+
+    def __reduce__(self) -> tuple[type[AllFilters], tuple[tuple[Callable[[Document], bool], ...]]]:
+        return AllFilters, (self.checks,)
+
+    def __repr__(self) -> str:
+        return f"AllFilters({list(self.checks)!r})"

@@ -19,7 +19,7 @@ from langchain_core.language_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cogito_lc import CogitoRetriever, RecallB
+from cogito_lc import CogitoRetriever, MemoryStore, RecallB
 from tests.unit_tests.conftest import MEMORIES, HashEmbeddings
 
 QUERY = "how long do auth tokens last"
@@ -85,3 +85,28 @@ def test_a_pickled_retriever_loads_with_its_store_and_recalls_the_same(
     assert _ids(loaded) == expected
     assert _recall_b_of(loaded).vectorstore.store.keys() == store.store.keys()
     assert _recall_b_of(loaded).lexical_sync is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"search_kwargs": {"filter": {"topic": "auth"}}}, {"kind": "recall"}],
+    ids=["default", "scope-and-filter", "two-stage"],
+)
+def test_a_retriever_made_by_a_memory_store_pickles(options: dict[str, Any]) -> None:
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=16))
+    memory = MemoryStore(store, scope={"user_id": "alice"})
+    for text in MEMORIES.values():
+        memory.store(text, metadata={"topic": "auth"})
+    memory.store("Deploys freeze on Fridays.", metadata={"topic": "ops"})
+    memory.store("Tokens expire after 3600 seconds.", scope={"user_id": "bob"})
+    if options.get("kind") == "recall":
+        options = {**options, "llm": FakeListChatModel(responses=['{"ids": [2, 1]}'])}
+    original = memory.as_retriever(**options)
+    expected = _ids(original)
+
+    loaded: Any = pickle.loads(pickle.dumps(original))  # noqa: S301 - our own bytes
+
+    assert expected
+    assert _ids(loaded) == expected
+    assert {doc.metadata["user_id"] for doc in loaded.invoke(QUERY)} == {"alice"}
+    assert _ids(copy.deepcopy(original)) == expected
