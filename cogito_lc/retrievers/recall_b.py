@@ -334,6 +334,16 @@ class RecallB(RejectUnknownFields, BaseRetriever):
         )
         return copied
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` set on it (not validated), as pydantic's ``model_copy``.
+
+        A deep copy shares what it searches and the runtime parts as
+        :meth:`__deepcopy__` does, with ``update`` or without.
+        """
+        if deep and update:
+            return deepcopy(self).model_copy(update=update)
+        return super().model_copy(update=update, deep=deep)
+
     def __getstate__(self) -> dict[Any, Any]:
         """The fields and settings; the runtime parts are built again on load."""
         state = super().__getstate__()

@@ -69,6 +69,9 @@ def test_a_deep_copy_searches_the_same_store_with_its_own_settings(
     copied_recall.search_kwargs["filter"] = {"topic": "auth"}
     assert recall.search_kwargs == {}
     assert _ids(original.model_copy(deep=True)) == _ids(original)
+    narrowed = original.model_copy(update={"k": 1}, deep=True)
+    assert _ids(narrowed) == _ids(original)[:1]
+    assert _recall_b_of(narrowed).vectorstore is recall.vectorstore
 
 
 @pytest.mark.parametrize("build", [_recall_b, _cogito], ids=["RecallB", "CogitoRetriever"])
