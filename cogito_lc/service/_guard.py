@@ -43,6 +43,7 @@ __all__ = [
     "bearer_dependency",
     "body_problem",
     "content_type_problem",
+    "is_json_media",
     "json_too_deep",
     "jsonrpc_error_body",
     "loopback_address",
@@ -247,7 +248,7 @@ def content_type_problem(content_type: str | None) -> str | None:
         ```
     """
     media_type, _, parameters = (content_type or "").partition(";")
-    if not _is_json(media_type):
+    if not is_json_media(media_type):
         sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
         return f"the body must be JSON sent with 'Content-Type: {JSON}'; got {sent}"
     for parameter in parameters.split(";"):
@@ -527,8 +528,8 @@ class LoopbackHostMiddleware:
 
     def _own_origin(self, origin: str, host: str | None) -> bool:
         """Whether ``Origin`` is the server the request was sent to, or on an allowed host."""
-        scheme, _, origin_host = origin.partition("://")
-        if scheme.lower() not in {"http", "https"} or "/" in origin_host:
+        origin_host = _web_host(origin)
+        if origin_host is None:
             return False
         same = host is not None and origin_host.lower() == host.strip().lower()
         return same or host_name(origin_host) in self.allowed_hosts
@@ -542,8 +543,8 @@ class LoopbackHostMiddleware:
     def _allowed_origin(self, origin: str | None) -> bool:
         if origin is None:
             return True
-        scheme, _, host = origin.partition("://")
-        return scheme.lower() in {"http", "https"} and "/" not in host and self._allowed(host)
+        host = _web_host(origin)
+        return host is not None and self._allowed(host)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the connection, the ``Host`` and the ``Origin`` headers, then pass on."""
@@ -579,6 +580,14 @@ class LoopbackHostMiddleware:
             await _send_json(send, 403, detail, scope=scope)
             return
         await self.app(scope, receive, send)
+
+
+def _web_host(origin: str) -> str | None:
+    """The host (and port) of an ``http``/``https`` ``Origin``; None for any other origin."""
+    scheme, _, host = origin.partition("://")
+    if scheme.lower() not in {"http", "https"} or "/" in host:
+        return None
+    return host
 
 
 def remote_address(scope: Scope) -> str | None:
@@ -704,7 +713,7 @@ def _sends_json(scope: Scope) -> bool:
     if scope.get("path") in JSONRPC_PATHS or scope.get("method") in {"GET", "HEAD", "OPTIONS"}:
         return False
     content_type = _header(scope, b"content-type")
-    return content_type is None or _is_json(content_type)
+    return content_type is None or is_json_media(content_type)
 
 
 def _depth_checked(receive: Receive, max_depth: int) -> Receive:
@@ -817,7 +826,8 @@ def _capped(message: str) -> str:
     return message[: MESSAGE_MAX_CHARS - 1] + "…"
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json_media(content_type: str | None) -> bool:
+    """Whether ``content_type`` names JSON: ``application/json`` or ``application/*+json``."""
     media_type = (content_type or "").partition(";")[0].strip().lower()
     return media_type == "application/json" or (
         media_type.startswith("application/") and media_type.endswith("+json")
@@ -830,7 +840,7 @@ def _field_error(error: dict[str, Any], content_type: str | None) -> FieldError:
         message = f"body is not valid JSON: {reason}".rstrip(": ")
         return FieldError(field="body", message=message, type="json_invalid")
     field = _field_name(error.get("loc", ()))
-    if tuple(error.get("loc", ())) == ("body",) and not _is_json(content_type):
+    if tuple(error.get("loc", ())) == ("body",) and not is_json_media(content_type):
         sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
         message = f"the body must be a JSON object sent with 'Content-Type: {JSON}'; got {sent}"
         return FieldError(field="body", message=_capped(message), type="content_type")

@@ -98,6 +98,7 @@ from cogito_lc.service._guard import (
     LoginLimiter,
     LoopbackHostMiddleware,
     bearer_dependency,
+    is_json_media,
     method_not_allowed_handler,
     unhandled_error_handler,
     validation_error_handler,
@@ -223,7 +224,8 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
     """
 
     async def body_of(request: Request, body: Any) -> Any:
-        if body is None and not _json_or_none(request.headers.get("content-type")):
+        content_type = request.headers.get("content-type")
+        if body is None and content_type and not is_json_media(content_type):
             raise RequestValidationError([{"loc": ("body",), "msg": "", "type": "content_type"}])
         return body
 
@@ -237,15 +239,6 @@ def json_body(model: type[M], *, required: bool = True) -> Any:
     own = inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)
     body_of.__signature__ = inspect.Signature([own, parameter])  # type: ignore[attr-defined]
     return Depends(body_of)
-
-
-def _json_or_none(content_type: str | None) -> bool:
-    media_type = (content_type or "").partition(";")[0].strip().lower()
-    return (
-        not media_type
-        or media_type == "application/json"
-        or (media_type.startswith("application/") and media_type.endswith("+json"))
-    )
 
 
 def _declared_query(dependant: Any) -> set[str]:
