@@ -491,13 +491,14 @@ class LoopbackHostMiddleware:
 
     A request to :data:`JSONRPC_PATHS` sent by a web page whose ``Origin`` is not
     on such a host gets 403 (a JSON-RPC error): a page elsewhere may not call the
-    MCP tools through its visitor's browser. A request that changes something
-    (:data:`STATE_CHANGING`) anywhere else but under ``csrf_prefixes`` (the
-    inspector, whose forms carry their own CSRF token) gets 403 unless its
-    ``Origin`` is this server itself (the ``Host`` it was sent to) or on one of
-    ``allowed_hosts``: no page, not even one on another loopback port, may store,
-    forget, build or calibrate through its visitor's browser. A request without
-    ``Origin`` (no browser sent it) passes.
+    MCP tools through its visitor's browser. With ``loopback_only``, whose requests
+    carry no credential, a request that changes something (:data:`STATE_CHANGING`)
+    anywhere else but under ``csrf_prefixes`` (the inspector, whose forms carry their
+    own CSRF token) gets 403 unless its ``Origin`` is this server itself (the ``Host``
+    it was sent to) or on one of ``allowed_hosts``: no page, not even one on another
+    loopback port, may store, forget, build or calibrate through its visitor's
+    browser. With a token a page cannot send, any client holding it may (a browser
+    extension too). A request without ``Origin`` (no browser sent it) passes.
     """
 
     def __init__(
@@ -520,8 +521,10 @@ class LoopbackHostMiddleware:
             return False
         if path in JSONRPC_PATHS:
             return not self._allowed_origin(origin)
-        if scope.get("method") not in STATE_CHANGING or any(
-            path == prefix or path.startswith(prefix + "/") for prefix in self.csrf_prefixes
+        if (
+            not self.loopback_only
+            or scope.get("method") not in STATE_CHANGING
+            or any(path == prefix or path.startswith(prefix + "/") for prefix in self.csrf_prefixes)
         ):
             return False
         return not self._own_origin(origin, host)
@@ -570,16 +573,25 @@ class LoopbackHostMiddleware:
             await _send_json(send, 421, detail, scope=scope)
             return
         origin = _header(scope, b"origin")
-        if self._origin_refused(scope, origin, host):
-            pages = "on a loopback host" if scope.get("path") in JSONRPC_PATHS else "of this server"
-            detail = (
-                f"{scope.get('method')} {scope.get('path')} answers only pages {pages}, not "
-                f"Origin {origin!r}: call it from outside a browser, or add the page's host "
-                "name to allowed_hosts (COGITO_ALLOWED_HOSTS)"
-            )
-            await _send_json(send, 403, detail, scope=scope)
+        if origin is not None and self._origin_refused(scope, origin, host):
+            await _send_json(send, 403, _origin_refusal(scope, origin), scope=scope)
             return
         await self.app(scope, receive, send)
+
+
+def _origin_refusal(scope: Scope, origin: str) -> str:
+    """Why a page of ``origin`` was refused, and what would let its request in."""
+    mcp = scope.get("path") in JSONRPC_PATHS
+    pages = "on a loopback host" if mcp else "of this server"
+    fixes = ["call it from outside a browser"]
+    if _web_host(origin) is not None:
+        fixes.append("add the page's host name to allowed_hosts (COGITO_ALLOWED_HOSTS)")
+    if not mcp:
+        fixes.append("set an API token (COGITO_API_TOKEN) for the client to send")
+    return (
+        f"{scope.get('method')} {scope.get('path')} answers only pages {pages}, not "
+        f"Origin {origin!r}: {', or '.join(fixes)}"
+    )
 
 
 def _web_host(origin: str) -> str | None:

@@ -1012,8 +1012,25 @@ def test_a_page_elsewhere_cannot_change_anything_through_its_visitors_browser(
         deleted = browser.delete(f"/memories/{memory.list()[0].id}", headers=headers)
         snapshot = browser.get("/snapshot")
     assert (answer.status_code, deleted.status_code) == (403, 403), answer.text
-    assert "allowed_hosts" in answer.json()["detail"]
+    web_page = headers["Origin"] != "null"  # only a page on a host can be allowed by name
+    assert ("allowed_hosts" in answer.json()["detail"]) == web_page
+    assert "COGITO_API_TOKEN" in answer.json()["detail"]
     assert snapshot.status_code == 404  # no snapshot was built
+    assert memory.count() == 1
+
+
+def test_with_a_token_any_client_sending_it_may_write_whatever_its_origin(
+    tmp_path: Path, memory: MemoryStore
+) -> None:
+    app = create_app(_settings(tmp_path, api_token=TOKEN), memory=memory)
+    extension = {"Authorization": f"Bearer {TOKEN}", "Origin": "chrome-extension://abcdefghij"}
+    page = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    with TestClient(app, base_url="http://127.0.0.1:19420") as client:
+        body = {"text": "Billing runs on postgres."}
+        stored = client.post("/store", json=body, headers=extension)
+        built = client.post("/snapshot/build", json={}, headers=extension)
+        forged = client.post("/snapshot/build", headers=page)
+    assert (stored.status_code, built.status_code, forged.status_code) == (200, 200, 401)
     assert memory.count() == 1
 
 
