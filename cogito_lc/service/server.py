@@ -86,6 +86,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, StrictStr, WithJsonSchema
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from cogito_lc import __version__
 from cogito_lc._core.extras import MissingExtraError
@@ -524,6 +525,18 @@ def _write_routes(
         return forget_response(result)
 
 
+class _MemoryIdConvertor(PathConvertor):
+    """A path id of one character or more, ``/`` included.
+
+    ``/memories/`` is then the listing (redirected to ``/memories``), not an empty id.
+    """
+
+    regex = ".+"
+
+
+register_url_convertor("memory_id", _MemoryIdConvertor())
+
+
 def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, auth: bool) -> None:
     user = Annotated[str | None, Depends(scopes.header)]
     memory_id = Annotated[
@@ -565,7 +578,7 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         )
 
     @router.get(
-        "/memories/{id:path}",
+        "/memories/{id:memory_id}",
         response_model=MemoryRecord,
         responses=_responses(403, 404, auth=auth),
     )
@@ -575,7 +588,7 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         return _record(await service.read(service.get, view, id))
 
     @router.delete(
-        "/memories/{id:path}",
+        "/memories/{id:memory_id}",
         response_model=DeleteResponse,
         responses=_responses(403, 404, auth=auth),
     )
@@ -590,7 +603,7 @@ def _memory_routes(router: APIRouter, service: MemoryService, scopes: _Scopes, a
         return DeleteResponse(id=id, forgotten=forgotten)
 
     @router.get(
-        "/history/{id:path}",
+        "/history/{id:memory_id}",
         response_model=HistoryResponse,
         responses=_responses(403, 404, auth=auth),
     )

@@ -205,6 +205,19 @@ def test_any_id_the_library_holds_is_read_and_deleted_over_http(
     assert client.get(f"/memories/{path}").json()["detail"] != "Not Found"  # the memory's 404
 
 
+def test_a_path_with_no_id_is_the_listing_or_not_found(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    memory.store("The deploy key rotates monthly.", id="a")
+    listing = client.get("/memories/?limit=1", follow_redirects=False)
+    assert listing.status_code == 307
+    assert listing.headers["location"].endswith("/memories?limit=1")
+    assert [m["id"] for m in client.get("/memories/?limit=1").json()["memories"]] == ["a"]
+    assert client.get("/history/").status_code == 404
+    assert client.delete("/memories/").status_code == 405  # the listing reads only
+    assert memory.get("a") is not None
+
+
 def test_ids_the_store_derives_from_a_given_one_are_read_and_forgotten_over_http(
     client: TestClient, memory: MemoryStore
 ) -> None:
