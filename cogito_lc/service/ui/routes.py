@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mutab
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -139,6 +139,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     environment.filters["preview"] = _preview
+    environment.globals["memory_url"] = _memory_url
     return environment
 
 
@@ -487,10 +488,14 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         )
 
     @router.get("/memories/{memory_id}")
-    async def memory(request: Request, memory_id: str) -> Response:
+    async def memory_by_path(memory_id: str) -> Response:
+        return RedirectResponse(_memory_url("memory", memory_id), status_code=308)
+
+    @router.get("/memory")
+    async def memory(request: Request) -> Response:
         session = inspector.session(request)
         row, items, versions, current = await service.read(
-            memory_detail, service, inspector.view(session), memory_id
+            memory_detail, service, inspector.view(session), _memory_id(request)
         )
         return await inspector.page(
             request,
@@ -502,20 +507,20 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
             current=current,
         )
 
-    @router.get("/memories/{memory_id}/delete")
-    async def confirm_delete(request: Request, memory_id: str) -> Response:
+    @router.get("/delete")
+    async def confirm_delete(request: Request) -> Response:
         session = inspector.session(request)
         row, _, versions, _ = await service.read(
-            memory_detail, service, inspector.view(session), memory_id
+            memory_detail, service, inspector.view(session), _memory_id(request)
         )
         return await inspector.page(request, "delete.html", session, memory=row, versions=versions)
 
-    @router.post("/memories/{memory_id}/delete")
-    async def delete(request: Request, memory_id: str) -> Response:
+    @router.post("/delete")
+    async def delete(request: Request) -> Response:
         session = inspector.session(request)
         await inspector.checked_form(request, session)
         view = inspector.view(session)
-        forgotten = await service.write(service.delete, view, memory_id)
+        forgotten = await service.write(service.delete, view, _memory_id(request))
         logger.info("inspector deleted %d version(s) of a memory", len(forgotten))
         return await inspector.page(request, "deleted.html", session, forgotten=forgotten)
 
@@ -549,6 +554,26 @@ def _routes(inspector: _Inspector) -> APIRouter:  # noqa: PLR0915 - one closure 
         return await inspector.page(request, "health.html", session, state=state)
 
     return router
+
+
+def _memory_id(request: Request) -> str:
+    """The id of the memory a page is about: its ``id`` query parameter.
+
+    A query parameter holds any id whole (``/`` included), so no id can read as
+    another page's path.
+
+    Raises:
+        HTTPException: 422 if the page was opened without an id.
+    """
+    memory_id = request.query_params.get("id", "")
+    if not memory_id:
+        raise HTTPException(422, "the page needs the memory's id: open it from a list")
+    return memory_id
+
+
+def _memory_url(page: str, memory_id: str) -> str:
+    """The address of a memory's page (``memory`` or ``delete``), its id encoded whole."""
+    return f"{PREFIX}/{page}?id={quote(memory_id, safe='')}"
 
 
 def mount_ui(

@@ -224,7 +224,7 @@ def test_open_a_memory_delete_it_and_recall_no_longer_finds_it(
     assert STAGING not in _recall(page, service.base_url, query)
     with service.client(user="alice") as client:  # the API's view: the same delete
         assert client.get(f"/memories/{ids[STAGING]}").status_code == 404
-    page.goto(f"{service.base_url}/ui/memories/{ids[STAGING]}")
+    page.goto(f"{service.base_url}/ui/memory?id={ids[STAGING]}")
     assert "404" in page.inner_text("h1")
 
 
@@ -237,7 +237,7 @@ def test_stored_payloads_render_as_inert_text(
     for payload in (SCRIPT_PAYLOAD, IMG_PAYLOAD, LINK_PAYLOAD):
         assert payload.strip() in body  # shown verbatim, as text
     for payload in (SCRIPT_PAYLOAD, IMG_PAYLOAD, LINK_PAYLOAD):
-        page.goto(f"{service.base_url}/ui/memories/{ids[payload]}")
+        page.goto(f"{service.base_url}/ui/memory?id={ids[payload]}")
         assert page.inner_text("#memory-text") == payload
     _recall(page, service.base_url, "careless agent script attribute click")
     for view in ("memories", f"memories/{ids[IMG_PAYLOAD]}", f"memories/{ids[LINK_PAYLOAD]}"):
@@ -245,7 +245,7 @@ def test_stored_payloads_render_as_inert_text(
         assert page.locator("main script, main img").count() == 0
         assert page.locator("a[href^='javascript:' i]").count() == 0
         assert page.evaluate("window.__xss") is None
-    page.goto(f"{service.base_url}/ui/memories/{ids[SCRIPT_PAYLOAD]}")
+    page.goto(f"{service.base_url}/ui/memory?id={ids[SCRIPT_PAYLOAD]}")
     assert "javascript:alert(4)" in page.inner_text("#metadata")  # the metadata value: text
     assert alice.dialogs == []
     assert not [m for m in alice.console if "Content Security Policy" in m], alice.console
@@ -264,7 +264,7 @@ def test_every_page_sends_a_strict_content_security_policy(service: ServiceProce
 def test_a_post_without_the_csrf_token_is_refused(
     alice: Watched, service: ServiceProcess, ids: dict[str, str]
 ) -> None:
-    target = f"{service.base_url}/ui/memories/{ids[BILLING]}/delete"
+    target = f"{service.base_url}/ui/delete?id={ids[BILLING]}"
     request = alice.page.context.request  # the session cookie, no CSRF token
     assert request.post(target, form={}).status == 403
     assert request.post(target, form={"csrf_token": "forged"}).status == 403
@@ -281,7 +281,7 @@ def test_a_second_user_never_sees_the_first_users_memories(
     assert not [text for text in ALICE_MEMORIES if text in bob_page]
     assert BILLING not in _recall(bob.page, service.base_url, "billing service port")
     assert BOB_SECRET not in _recall(alice.page, service.base_url, "vault code for the lab door")
-    alice.page.goto(f"{service.base_url}/ui/memories/{ids[BOB_SECRET]}")
+    alice.page.goto(f"{service.base_url}/ui/memory?id={ids[BOB_SECRET]}")
     assert "404" in alice.page.inner_text("h1")
     assert BOB_SECRET not in alice.page.content()
     alice.page.goto(f"{service.base_url}/ui/memories?scope=bob&user_id=bob")

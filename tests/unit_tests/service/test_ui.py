@@ -96,7 +96,7 @@ def test_state_changing_requests_need_the_csrf_token(
 ) -> None:
     memory_id = memory.store("Auth tokens expire after 3600 s.").id
     _login(client, token=TOKEN)
-    path = f"/ui/memories/{memory_id}/delete"
+    path = f"/ui/delete?id={memory_id}"
     csrf = _csrf(client, path)
     assert client.post(path, data={}).status_code == 403
     assert client.post(path, data={"csrf_token": csrf[:-1]}).status_code == 403
@@ -117,14 +117,46 @@ def test_an_id_is_matched_whole_never_cut_to_a_stored_ones_length(
     memory.store("Alice's home address is 12 Elm Street.", id=stored)
     _login(client, token=TOKEN)
     longer = f"{stored}-SOMETHING-ELSE"
-    assert client.get(f"/ui/memories/{longer}").status_code == 404
-    assert client.get(f"/ui/memories/{longer}/delete").status_code == 404
-    csrf = _csrf(client, f"/ui/memories/{stored}/delete")
-    assert (
-        client.post(f"/ui/memories/{longer}/delete", data={"csrf_token": csrf}).status_code == 404
-    )
+    assert client.get(f"/ui/memory?id={longer}").status_code == 404
+    assert client.get(f"/ui/delete?id={longer}").status_code == 404
+    csrf = _csrf(client, f"/ui/delete?id={stored}")
+    assert client.post(f"/ui/delete?id={longer}", data={"csrf_token": csrf}).status_code == 404
     assert memory.count() == 1
-    assert client.get(f"/ui/memories/{stored}").status_code == 200
+    assert client.get(f"/ui/memory?id={stored}").status_code == 200
+
+
+def test_every_page_of_a_memory_is_that_memory_whatever_its_id_holds(
+    client: TestClient, memory: MemoryStore
+) -> None:
+    texts = {"ops/deploy-key": "The deploy key lives in vault.", "x": "Memory x."}
+    texts |= {"x/delete": "Memory x/delete.", "a?b&c=#d": "Memory of odd characters."}
+    for memory_id, text in texts.items():
+        memory.store(text, id=memory_id)
+    _login(client, token=TOKEN)
+    links = re.findall(r'href="(/ui/memory\?id=[^"]+)"', client.get("/ui/memories").text)
+    shown = {}
+    for link in links:
+        page = client.get(link.replace("&amp;", "&")).text
+        shown[link] = [memory_id for memory_id, text in texts.items() if text in page]
+        delete = re.search(r'id="delete" href="([^"]+)"', page)
+        assert delete is not None
+        confirm = client.get(delete.group(1)).text
+        assert [i for i, text in texts.items() if text in confirm] == shown[link]
+    assert sorted(i for ids in shown.values() for i in ids) == sorted(texts)
+    assert all(len(ids) == 1 for ids in shown.values())
+
+    page = client.get("/ui/memory?id=x%2Fdelete").text
+    confirm = re.search(r'id="delete" href="([^"]+)"', page)
+    assert confirm is not None
+    action = re.search(r'action="(/ui/delete\?[^"]+)"', client.get(confirm.group(1)).text)
+    assert action is not None
+    csrf = _csrf(client, confirm.group(1))
+    deleted = client.post(action.group(1), data={"csrf_token": csrf})
+    assert "x/delete" in deleted.text
+    assert memory.get("x/delete") is None
+    assert memory.get("x") is not None
+    assert "Memory x." in client.get("/ui/memories/x").text  # an address of an earlier release
+    assert client.get("/ui/memory").status_code == 422
 
 
 def test_the_listing_filters_by_exact_id_and_epoch_dates_and_says_its_order(
@@ -175,8 +207,8 @@ def test_a_session_sees_only_its_scope(client: TestClient, memory: MemoryStore) 
     assert _login(client, token=TOKEN, scope="alice").status_code == 303
     assert "alice likes tea" in client.get("/ui/memories").text
     assert "4242" not in client.get("/ui/memories?user_id=bob").text
-    assert client.get(f"/ui/memories/{theirs}").status_code == 404
-    assert client.get(f"/ui/memories/{mine}").status_code == 200
+    assert client.get(f"/ui/memory?id={theirs}").status_code == 404
+    assert client.get(f"/ui/memory?id={mine}").status_code == 200
     assert "4242" not in client.get("/ui/recall?q=secret").text
     assert client.get("/ui/memories", headers={"X-Cogito-User": "bob"}).status_code == 403
     assert _login(client, token=TOKEN, scope="not a user id!").status_code == 422
@@ -219,7 +251,7 @@ def test_memory_text_and_metadata_are_escaped(client: TestClient, memory: Memory
     payload = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
     memory_id = memory.store(payload, metadata={"source": "javascript:alert(3)"}).id
     _login(client, token=TOKEN)
-    for path in ("/ui/memories", f"/ui/memories/{memory_id}"):
+    for path in ("/ui/memories", f"/ui/memory?id={memory_id}"):
         html = client.get(path).text
         assert "<img src=x" not in html
         assert "<script>alert" not in html
@@ -443,4 +475,4 @@ def test_lists_show_a_preview_of_a_long_memory_and_its_page_the_whole_text(
         assert text[:300] in page
         assert text not in page
         assert "…" in page
-    assert text in client.get(f"/ui/memories/{memory_id}").text
+    assert text in client.get(f"/ui/memory?id={memory_id}").text
