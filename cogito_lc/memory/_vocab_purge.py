@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from cogito_lc.memory._vocab_file import VOCAB_FILE, load_vocab_map, save_vocab_map
-from cogito_lc.memory.calibrate import terms_in_corpus
+from cogito_lc.memory._vocab_terms import terms_in_corpus
 
 if TYPE_CHECKING:
     from cogito_lc.memory.scope import Scope
