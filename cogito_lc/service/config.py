@@ -108,6 +108,7 @@ _NUMBER_FIELDS = (
     "max_text_chars",
     "max_query_chars",
     "max_concurrent_requests",
+    "max_wrong_tokens",
     "mcp_stream_idle_timeout_ms",
     "mcp_max_streams_per_token",
     "worker_threads",
@@ -336,6 +337,10 @@ class CogitoSettings(BaseSettings):
     """Longest memory text accepted by ``/store`` and ``/add``."""
     max_query_chars: int = Field(default=10_000, ge=1)
     """Longest query text accepted by ``/query``, ``/recall_b`` and ``/recall``."""
+    max_wrong_tokens: int = Field(default=10, ge=1)
+    """Wrong tokens (API calls and inspector logins) one client address may send in a
+    minute; past them its requests get HTTP 429 with ``Retry-After``, even with the right
+    token, until the oldest is a minute old."""
     max_concurrent_requests: int = Field(default=64, ge=1)
     """Requests served at once; more get HTTP 503 with ``Retry-After``.
 

@@ -947,7 +947,7 @@ def create_app(
     app.include_router(health)
     app.include_router(router)
     app.state.mcp_endpoint = _mount_mcp(app, service, settings)  # run by the lifespan
-    logins = LoginLimiter()  # wrong tokens per address, through the API and the inspector
+    logins = LoginLimiter(max_failures=settings.max_wrong_tokens)  # the API's and inspector's
     ui_prefixes = _mount_ui(app, service, settings, token, logins) if settings.ui else ()
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(405, method_not_allowed_handler([*health.routes, *router.routes]))

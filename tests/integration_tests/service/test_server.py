@@ -50,9 +50,8 @@ FUZZ_EXAMPLES = 25
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     """One service for the module: token required, per-request scopes allowed."""
     root = tmp_path_factory.mktemp("service")
-    with checked_service(
-        root / "store", token=TOKEN, settings={"COGITO_ALLOW_REQUEST_SCOPE": "true"}
-    ) as process:
+    settings = {"COGITO_ALLOW_REQUEST_SCOPE": "true", "COGITO_MAX_WRONG_TOKENS": "1000"}
+    with checked_service(root / "store", token=TOKEN, settings=settings) as process:
         yield process
 
 

@@ -433,6 +433,17 @@ def test_wrong_api_tokens_are_limited_per_client_and_counted_with_the_inspectors
     assert (other.status_code, later.status_code) == (200, 200)
 
 
+def test_max_wrong_tokens_sets_the_limit(tmp_path: Path, memory: MemoryStore) -> None:
+    token = f"{TOKEN}-0123456789"
+    settings = _settings(tmp_path, api_token=token, max_wrong_tokens=2)
+    with TestClient(create_app(settings, memory=memory), base_url="http://127.0.0.1") as client:
+        answers = [
+            client.get("/memories", headers={"Authorization": f"Bearer guess{i}"}).status_code
+            for i in range(3)
+        ]
+    assert answers == [401, 401, 429]
+
+
 def test_non_loopback_bind_needs_a_token() -> None:
     check_bind(CogitoSettings(host="127.0.0.1"))
     check_bind(CogitoSettings(host="0.0.0.0", api_token=f"{TOKEN}-0123456789"))  # noqa: S104
