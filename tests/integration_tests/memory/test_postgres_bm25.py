@@ -205,8 +205,8 @@ def _table_at_version(pg_url: str, collection: str, version: int, text: str) -> 
         with database.connection() as conn:
             conn.execute(
                 f'INSERT INTO "{collection}" (id, content, embedding, user_id) '  # noqa: S608
-                "VALUES ('old', %s, array_fill(0.1, ARRAY[8])::vector, 'a')",
-                (text,),
+                "VALUES ('old', %s, %s::vector, 'a')",
+                (text, str([float(x) for x in EMBEDDINGS.embed_documents([text])[0]])),
             )
     finally:
         database.close()
