@@ -5,9 +5,14 @@ Imported only when the ``local`` extra (``langchain_huggingface``) is installed.
 
 from __future__ import annotations
 
-from langchain_huggingface import HuggingFaceEmbeddings
-
+from cogito_lc._core.extras import missing_extra
 from cogito_lc._core.model_lock import model_lock
+
+try:
+    from langchain_huggingface import HuggingFaceEmbeddings
+except ImportError as exc:  # pragma: no cover - exercised on an install without the extra
+    error = missing_extra("local", "Local embeddings (all-MiniLM-L6-v2)", exc.name)
+    raise error from exc
 
 __all__ = ["LockedHuggingFaceEmbeddings"]
 

@@ -51,6 +51,7 @@ GATED = {
     "cogito_lc.bench": "bench",
     "cogito_lc.cli.app": "cli",
     "cogito_lc.langgraph": "langgraph",
+    "cogito_lc.embeddings._huggingface": "local",
 }
 
 
