@@ -310,6 +310,11 @@ ALLOWED = {
         "MemoryStore._audited writes the record of a forgetting (ids, time, scope, reason) to "
         "the state table, which holds no memories and is not distributed by scope",
     ),
+    "saved vocabulary map": Allowed(
+        re.compile(re.escape("SELECT content FROM cogito_state WHERE name = $1")),
+        "a forget reads the vocabulary maps saved in the state table to take out the terms "
+        "only the forgotten text held; the state table is not distributed by scope",
+    ),
     "connection setting": Allowed(
         re.compile(r"SET statement_timeout = \d+"),
         "the statement timeout set on each connection the pool opens (one opens when the "
