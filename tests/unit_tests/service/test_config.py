@@ -702,20 +702,26 @@ def test_a_forked_child_does_not_share_its_parents_store_lock(tmp_path: Path) ->
     assert os.read(read, 16) == b"refused"
 
 
-def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
-    tmp_path: Path,
-) -> None:
+def _notes_made_with_a_model_of_size_8(tmp_path: Path) -> CogitoSettings:
+    """Settings for the collection ``notes``, holding one memory of an 8-dimension model."""
     from langchain_chroma import Chroma
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from cogito_lc.service.models import vectorstore_from_settings
-
-    settings = CogitoSettings(store_path=tmp_path / "store", collection="notes")
     earlier = Chroma(
         "notes", DeterministicFakeEmbedding(size=8), persist_directory=str(tmp_path / "store")
     )
     earlier.add_texts(["Auth tokens expire after 3600 seconds."])
+    return CogitoSettings(store_path=tmp_path / "store", collection="notes")
 
+
+def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from cogito_lc.service.models import vectorstore_from_settings
+
+    settings = _notes_made_with_a_model_of_size_8(tmp_path)
     with pytest.raises(ConfigError, match=r"size 8, but the embedding model gives 16.*embed_model"):
         vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=16))
     same = vectorstore_from_settings(settings, DeterministicFakeEmbedding(size=8))
@@ -726,19 +732,13 @@ def test_a_collection_made_with_a_model_of_another_size_is_refused_at_start(
 def test_a_collection_made_with_another_model_of_the_same_size_is_refused_at_start(
     tmp_path: Path,
 ) -> None:
-    from langchain_chroma import Chroma
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from cogito_lc.bench.hash_embeddings import HashEmbeddings
     from cogito_lc.embeddings import LazyEmbeddings
     from cogito_lc.service.models import vectorstore_from_settings
 
-    settings = CogitoSettings(store_path=tmp_path / "store", collection="notes")
-    earlier = Chroma(
-        "notes", DeterministicFakeEmbedding(size=8), persist_directory=str(tmp_path / "store")
-    )
-    earlier.add_texts(["Auth tokens expire after 3600 seconds."])
-
+    settings = _notes_made_with_a_model_of_size_8(tmp_path)
     with pytest.raises(ConfigError, match=r"another embedding model of the same size.*cosine"):
         vectorstore_from_settings(settings, HashEmbeddings(size=8))
     lazy = LazyEmbeddings(lambda: HashEmbeddings(size=8))
