@@ -1868,7 +1868,7 @@ class MemoryStore:
         back to be sure of it. Any other error (a lost connection, a timeout) may leave
         a write done or under way: its marks stay for the re-sync at the next start.
         """
-        if self._lexical is None or not _is_refusal(error):
+        if self._lexical is None or not self._store.refused_input(error):
             return
         try:
             held = self._existing(ids)
@@ -2180,13 +2180,6 @@ def _check_metadata_key(key: str) -> None:
             f"itself; rename it (e.g. {'chroma_' + key.removeprefix(_CHROMA_PREFIX)!r})."
         )
         raise ValueError(msg)
-
-
-def _is_refusal(error: Exception) -> bool:
-    """Whether a store raised ``error`` to refuse its input (before writing anything)."""
-    from chromadb.errors import InvalidArgumentError
-
-    return isinstance(error, (ValueError, TypeError, InvalidArgumentError))
 
 
 def _check_metadata_value(key: str, value: Any) -> None:

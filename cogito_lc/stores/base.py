@@ -392,6 +392,10 @@ class StoreAdapter:
             self.store.add_documents(detached(documents), ids=ids)
         return set(ids)
 
+    def refused_input(self, error: Exception) -> bool:
+        """Whether :meth:`add_new` raised ``error`` to refuse its input, writing nothing."""
+        return isinstance(error, (ValueError, TypeError))
+
     def persist_directory(self) -> Path | None:
         """The directory the store writes to, or None (not persistent, or not known)."""
         return None

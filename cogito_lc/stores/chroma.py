@@ -56,6 +56,12 @@ class ChromaAdapter(BatchedSearchAdapter):
 
     # -- reads and deletes ------------------------------------------------------
 
+    def refused_input(self, error: Exception) -> bool:
+        """Whether Chroma refused the input (its ``InvalidArgumentError`` too), writing nothing."""
+        from chromadb.errors import InvalidArgumentError
+
+        return super().refused_input(error) or isinstance(error, InvalidArgumentError)
+
     def get(self, ids: list[str], where: Mapping[str, Any] | None = None) -> list[Document]:
         found = self._get_found(ids, {"where": where}, None)
         return [found[doc_id] for doc_id in dict.fromkeys(ids) if doc_id in found]
