@@ -12,13 +12,15 @@ and a model that does not fit one store still serves the others.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
+
+from cogito_lc.stores.base import cosine_scores
 
 __all__ = [
     "BuiltOnFirstUse",
@@ -123,13 +125,6 @@ def _check_fit(model: Embeddings, *, size: int, holder: str, sample: StoredVecto
     fresh = model.embed_documents([sample.text])[0]  # as it was stored: a document
     if len(fresh) != size:
         raise ValueError(dimension_mismatch(holder, size, len(fresh)))
-    similarity = _cosine(fresh, sample.vector)
+    similarity = float(cosine_scores(np.asarray(fresh), np.asarray([sample.vector]))[0])
     if similarity < SAME_MODEL:
         raise ValueError(model_mismatch(holder, similarity))
-
-
-def _cosine(left: Sequence[float], right: Sequence[float]) -> float:
-    norms = math.sqrt(math.fsum(x * x for x in left) * math.fsum(y * y for y in right))
-    if not norms:
-        return 0.0
-    return math.fsum(x * y for x, y in zip(left, right, strict=True)) / norms
