@@ -514,11 +514,9 @@ class LoopbackHostMiddleware:
         self.loopback_only = loopback_only
         self.csrf_prefixes = tuple(csrf_prefixes)
 
-    def _origin_refused(self, scope: Scope, origin: str | None, host: str | None) -> bool:
+    def _origin_refused(self, scope: Scope, origin: str, host: str | None) -> bool:
         """Whether the web page of ``Origin`` may not send this request."""
         path = scope.get("path", "")
-        if origin is None:
-            return False
         if path in JSONRPC_PATHS:
             return not self._allowed_origin(origin)
         if (
@@ -543,9 +541,7 @@ class LoopbackHostMiddleware:
         name = host_name(host)
         return bool(name) and (is_loopback(name) or name in self.allowed_hosts)
 
-    def _allowed_origin(self, origin: str | None) -> bool:
-        if origin is None:
-            return True
+    def _allowed_origin(self, origin: str) -> bool:
         host = _web_host(origin)
         return host is not None and self._allowed(host)
 
